@@ -1,0 +1,324 @@
+//! Page tables: how translations are stored in memory and what a TLB miss costs to find one.
+//!
+//! Every table implements the same small surface — [`PageTable::map`], [`PageTable::unmap`],
+//! [`PageTable::walk`] and [`PageTable::size`] — behind the closed enum [`PageTable`], so the
+//! engine's miss path is a `match`, never a virtual call. A walk reports the memory references it
+//! made and the distinct cache lines they touched (talluri95's metric) in a [`WalkRecord`].
+//!
+//! Tables hold the translations of all processes: forward-mapped (radix) and linear tables keep
+//! one tree per ASID; hashed and clustered tables are single global tables whose tags include the
+//! ASID.
+
+pub mod clustered;
+pub mod hashed;
+pub mod linear;
+pub mod radix;
+
+use crate::addr::{Asid, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use serde::Deserialize;
+
+/// A translation as stored in a page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pte {
+    /// Frame of the *base page* looked up (for a superpage PTE: the frame backing that base page).
+    pub pfn: Pfn,
+    /// Page size of the mapping (the base page size until superpages arrive).
+    pub size: PageSize,
+}
+
+/// Which cache-line accounting a walk uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LineAccounting {
+    /// talluri95's assumption: every PTE (or node entry) read starts a new cache line, so an
+    /// object of `b` bytes costs `ceil(b / line)` lines, and distinct objects never share a line.
+    #[default]
+    Paper,
+    /// The real layout: lines are the distinct `line_bytes`-aligned blocks of the physical
+    /// addresses actually read.
+    Layout,
+}
+
+/// The kind of page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Forward-mapped radix tree (x86-64 style).
+    #[default]
+    Radix,
+    /// Multi-level linear table in virtual memory, upper levels reached through reserved TLB entries.
+    Linear,
+    /// Hashed table with chaining (tag + next + mapping per PTE).
+    Hashed,
+    /// Clustered hashed table: one PTE maps a page block of `subblock_factor` base pages.
+    Clustered,
+}
+
+impl Kind {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Radix => "radix",
+            Kind::Linear => "linear",
+            Kind::Hashed => "hashed",
+            Kind::Clustered => "clustered",
+        }
+    }
+}
+
+/// Hash function of hashed and clustered tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HashFn {
+    /// (VPN xor ASID-scramble) mod buckets: the simple hash of the papers.
+    #[default]
+    Xor,
+    /// Multiplicative (Fibonacci) hashing of (VPN, ASID).
+    Mult,
+}
+
+/// `[page_table]` section of a config. Unknown keys are rejected.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageTableConfig {
+    /// Table kind.
+    pub kind: Kind,
+    /// Number of levels for radix and linear tables. Default: enough 9-bit levels to cover
+    /// `va_bits` above the page offset (4 for 48-bit virtual addresses and 4 KB pages).
+    pub levels: Option<u32>,
+    /// Index bits per level, leaf level first if a list; a single number applies to all levels.
+    /// Default 9 (512 8-byte entries in a 4 KB node).
+    pub bits_per_level: Option<BitsPerLevel>,
+    /// Virtual address bits translated (default 48).
+    pub va_bits: u32,
+    /// Bytes per PTE / page-table pointer in radix and linear nodes (default 8).
+    pub pte_bytes: u32,
+    /// Page-walk cache entries per non-leaf level of a radix table, top level first
+    /// (x86-64 preset: `[4, 32, 32]` for PML4E, PDPTE, PDE caches). Empty: no page-walk caches.
+    pub pwc: Vec<u32>,
+    /// Hash buckets of hashed and clustered tables (default 4096).
+    pub buckets: u64,
+    /// Hash function of hashed and clustered tables.
+    pub hash: HashFn,
+    /// Base pages per clustered PTE (default 16); a power of two.
+    pub subblock_factor: u32,
+    /// Cache line size in bytes for walk accounting (default 64).
+    pub line_bytes: u32,
+    /// Cache-line accounting (default `paper`).
+    pub accounting: LineAccounting,
+}
+
+/// Bits per level: one number for all levels or a list, leaf level first.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum BitsPerLevel {
+    /// The same for every level.
+    Uniform(u32),
+    /// Per level, leaf first.
+    PerLevel(Vec<u32>),
+}
+
+impl Default for PageTableConfig {
+    fn default() -> Self {
+        PageTableConfig {
+            kind: Kind::Radix,
+            levels: None,
+            bits_per_level: None,
+            va_bits: 48,
+            pte_bytes: 8,
+            pwc: Vec::new(),
+            buckets: 4096,
+            hash: HashFn::Xor,
+            subblock_factor: 16,
+            line_bytes: 64,
+            accounting: LineAccounting::Paper,
+        }
+    }
+}
+
+/// A configuration value that cannot be used, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct ParamError {
+    /// Dotted config key, e.g. `page_table.buckets`.
+    pub key: String,
+    /// What was wrong and what is expected.
+    pub message: String,
+}
+
+impl ParamError {
+    /// Builds an error for `key`.
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> ParamError {
+        ParamError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Most memory references one walk may record individually (deeper walks are still counted).
+pub const MAX_WALK_REFS: usize = 64;
+
+/// What one walk did. Filled by [`PageTable::walk`]; reset by the caller before each walk.
+#[derive(Clone, Copy, Debug)]
+pub struct WalkRecord {
+    /// Memory references made (PTE/PTP/tag/bucket reads).
+    pub mem_refs: u32,
+    /// Distinct cache lines touched, under the configured [`LineAccounting`].
+    pub cache_lines: u32,
+    /// Nested TLB misses taken by the walk itself (linear tables: misses on page-table pages).
+    pub nested_misses: u32,
+    /// Page-walk-cache hits (radix).
+    pub pwc_hits: u32,
+    /// Physical addresses read, in order (first [`MAX_WALK_REFS`]); for the data-cache cost model.
+    pub addrs: [PhysAddr; MAX_WALK_REFS],
+    /// Number of valid entries in `addrs`.
+    pub n_addrs: u32,
+}
+
+impl Default for WalkRecord {
+    fn default() -> Self {
+        WalkRecord {
+            mem_refs: 0,
+            cache_lines: 0,
+            nested_misses: 0,
+            pwc_hits: 0,
+            addrs: [PhysAddr(0); MAX_WALK_REFS],
+            n_addrs: 0,
+        }
+    }
+}
+
+impl WalkRecord {
+    /// Clears the record for the next walk.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.mem_refs = 0;
+        self.cache_lines = 0;
+        self.nested_misses = 0;
+        self.pwc_hits = 0;
+        self.n_addrs = 0;
+    }
+
+    /// Records one memory reference of `bytes` bytes at `addr` (does not touch `cache_lines`).
+    #[inline]
+    pub fn push_ref(&mut self, addr: PhysAddr) {
+        self.mem_refs += 1;
+        if (self.n_addrs as usize) < MAX_WALK_REFS {
+            self.addrs[self.n_addrs as usize] = addr;
+            self.n_addrs += 1;
+        }
+    }
+}
+
+/// The environment a walk runs in: lets a linear table translate the virtual addresses of its
+/// own PTE pages through the TLB's reserved entries.
+pub trait WalkEnv {
+    /// Looks up the translation of page-table page `va` of process `asid` in the TLB entries that
+    /// hold page-table translations. Returns true on a hit; on a miss the caller (the table) walks
+    /// one level up, and then calls [`WalkEnv::fill_pt_translation`].
+    fn lookup_pt_translation(&mut self, asid: Asid, va: VirtAddr) -> bool;
+    /// Installs the translation of page-table page `va` after a nested miss.
+    fn fill_pt_translation(&mut self, asid: Asid, va: VirtAddr);
+}
+
+/// A [`WalkEnv`] with no TLB: every page-table page translation misses (tests, size studies).
+pub struct NoTlb;
+
+impl WalkEnv for NoTlb {
+    fn lookup_pt_translation(&mut self, _asid: Asid, _va: VirtAddr) -> bool {
+        false
+    }
+    fn fill_pt_translation(&mut self, _asid: Asid, _va: VirtAddr) {}
+}
+
+/// Size of a page table in bytes, in talluri95's Table 2 accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtSize {
+    /// Bytes of PTEs and nodes: 4 KB per radix/linear node (`2^bits * pte_bytes` in general),
+    /// 24 B per hashed PTE, `8s + 16` B per clustered PTE.
+    pub table_bytes: u64,
+    /// Bytes of hash bucket arrays (hashed and clustered), reported separately as in the paper.
+    pub bucket_bytes: u64,
+    /// Nodes (radix/linear) or PTEs (hashed/clustered) allocated.
+    pub objects: u64,
+}
+
+/// The page table of one simulated system (all processes), a closed set of models.
+#[derive(Clone, Debug)]
+pub enum PageTable {
+    /// Forward-mapped radix tree.
+    Radix(radix::RadixTable),
+    /// Multi-level linear table.
+    Linear(linear::LinearTable),
+    /// Hashed table.
+    Hashed(hashed::HashedTable),
+    /// Clustered table.
+    Clustered(clustered::ClusteredTable),
+}
+
+macro_rules! each_table {
+    ($self:expr, $t:ident => $body:expr) => {
+        match $self {
+            PageTable::Radix($t) => $body,
+            PageTable::Linear($t) => $body,
+            PageTable::Hashed($t) => $body,
+            PageTable::Clustered($t) => $body,
+        }
+    };
+}
+
+impl PageTable {
+    /// Builds the configured table for base pages of `page_size`. Invalid parameters name the key.
+    pub fn new(cfg: &PageTableConfig, page_size: PageSize) -> Result<PageTable, ParamError> {
+        Ok(match cfg.kind {
+            Kind::Radix => PageTable::Radix(radix::RadixTable::new(cfg, page_size)?),
+            Kind::Linear => PageTable::Linear(linear::LinearTable::new(cfg, page_size)?),
+            Kind::Hashed => PageTable::Hashed(hashed::HashedTable::new(cfg, page_size)?),
+            Kind::Clustered => PageTable::Clustered(clustered::ClusteredTable::new(cfg, page_size)?),
+        })
+    }
+
+    /// Which kind this is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            PageTable::Radix(_) => Kind::Radix,
+            PageTable::Linear(_) => Kind::Linear,
+            PageTable::Hashed(_) => Kind::Hashed,
+            PageTable::Clustered(_) => Kind::Clustered,
+        }
+    }
+
+    /// Maps base page `vpn` of `asid` to `pte` (replacing any previous mapping).
+    pub fn map(&mut self, asid: Asid, vpn: Vpn, pte: Pte) {
+        each_table!(self, t => t.map(asid, vpn, pte))
+    }
+
+    /// Removes the mapping of base page `vpn` of `asid`, returning it if there was one.
+    pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        each_table!(self, t => t.unmap(asid, vpn))
+    }
+
+    /// The mapping of `vpn`, without any accounting (for the OS model and tests).
+    pub fn get(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        each_table!(self, t => t.get(asid, vpn))
+    }
+
+    /// Walks the table for base page `vpn` of `asid` as the miss handler would, adding the
+    /// memory references, cache lines and nested misses to `rec` (which the caller resets).
+    /// Returns the mapping, or `None` if the page is not mapped (a page fault).
+    #[inline]
+    pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
+        each_table!(self, t => t.walk(asid, vpn, env, rec))
+    }
+
+    /// Removes every mapping of `asid` (process exit).
+    pub fn remove_asid(&mut self, asid: Asid) {
+        each_table!(self, t => t.remove_asid(asid))
+    }
+
+    /// Current size in Table 2 accounting.
+    pub fn size(&self) -> PtSize {
+        each_table!(self, t => t.size())
+    }
+}

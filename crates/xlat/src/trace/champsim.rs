@@ -1,0 +1,1 @@
+//! champsim (stub: to be implemented).

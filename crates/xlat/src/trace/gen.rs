@@ -1,0 +1,1 @@
+//! gen (stub: to be implemented).

@@ -1,0 +1,1 @@
+//! lackey (stub: to be implemented).

@@ -1,0 +1,245 @@
+//! Memory-reference traces: the records every reader produces and the readers themselves.
+//!
+//! A trace is a stream of [`Record`]s: memory accesses plus events (process switches, map/unmap,
+//! IPC, context switches, markers). Readers decode a file format into batches of records so the
+//! simulation loop never sees a format, a string or an allocation per reference. All readers
+//! stream: memory use is constant whatever the trace length.
+
+pub mod champsim;
+pub mod gen;
+pub mod lackey;
+pub mod open;
+pub mod xtr;
+
+use std::fmt;
+
+/// What a memory access does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// Instruction fetch.
+    Ifetch = 0,
+    /// Data load.
+    Load = 1,
+    /// Data store.
+    Store = 2,
+    /// Read-modify-write of the same bytes (lackey `M`): one lookup per page.
+    Modify = 3,
+}
+
+impl Kind {
+    /// All kinds, in code order.
+    pub const ALL: [Kind; 4] = [Kind::Ifetch, Kind::Load, Kind::Store, Kind::Modify];
+
+    /// The kind with this code (`Kind as u8`), if any.
+    pub fn from_code(code: u8) -> Option<Kind> {
+        Kind::ALL.get(code as usize).copied()
+    }
+
+    /// True for loads, stores and modifies.
+    #[inline(always)]
+    pub fn is_data(self) -> bool {
+        !matches!(self, Kind::Ifetch)
+    }
+
+    /// Lower-case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ifetch => "ifetch",
+            Kind::Load => "load",
+            Kind::Store => "store",
+            Kind::Modify => "modify",
+        }
+    }
+}
+
+/// One trace record. Kept small (24 bytes) because batches of them flow through the hot loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A memory access of `size` bytes (at least 1) at virtual address `addr` by the current process.
+    Access {
+        /// Access kind.
+        kind: Kind,
+        /// Bytes accessed (>= 1).
+        size: u32,
+        /// Virtual address.
+        addr: u64,
+    },
+    /// Following records belong to process `asid` (attribution only; not counted as a switch).
+    Process {
+        /// Address-space identifier of the process.
+        asid: u32,
+    },
+    /// The scheduler switches to process `asid` (counted; flush-on-switch TLBs flush here).
+    ContextSwitch {
+        /// Address-space identifier switched to.
+        asid: u32,
+    },
+    /// The current process maps `[start, start+len)`.
+    Map {
+        /// First virtual address.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Protection and kind bits, see [`map_flags`].
+        flags: u32,
+    },
+    /// The current process unmaps `[start, start+len)`; TLB entries for it are shot down.
+    Unmap {
+        /// First virtual address.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// The current process forks child `child` (which starts with a copy of the parent's mappings).
+    Fork {
+        /// ASID of the new process.
+        child: u32,
+    },
+    /// Process `asid` exits; its mappings and TLB entries go away.
+    Exit {
+        /// ASID of the exiting process.
+        asid: u32,
+    },
+    /// An IPC message from the current process to process `to` (bala94's IPC path).
+    Ipc {
+        /// ASID of the receiver.
+        to: u32,
+    },
+    /// A marker (phase boundary, region of interest); `id` is free for the producer.
+    Marker {
+        /// Producer-defined identifier.
+        id: u64,
+    },
+}
+
+/// Bits of [`Record::Map`]'s `flags`.
+pub mod map_flags {
+    /// Readable.
+    pub const READ: u32 = 1;
+    /// Writable.
+    pub const WRITE: u32 = 2;
+    /// Executable.
+    pub const EXEC: u32 = 4;
+    /// Shared mapping (file or shared memory) rather than private.
+    pub const SHARED: u32 = 8;
+}
+
+/// Counts a reader keeps about what it read and what it had to skip.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReaderStats {
+    /// Bytes of (decompressed) input consumed.
+    pub bytes: u64,
+    /// Records produced.
+    pub records: u64,
+    /// Input lines or records that were not memory references and were skipped (e.g. lackey's
+    /// `==pid==` banner lines).
+    pub skipped: u64,
+}
+
+/// A trace format xlat reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// valgrind lackey `--trace-mem=yes` text.
+    Lackey,
+    /// xlat's own binary format (see `docs/trace-format.md`).
+    Xtr,
+    /// ChampSim 64-byte `input_instr` records.
+    Champsim,
+}
+
+impl Format {
+    /// Name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Lackey => "lackey",
+            Format::Xtr => "xtr",
+            Format::Champsim => "champsim",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Format> {
+        match s {
+            "lackey" => Some(Format::Lackey),
+            "xtr" => Some(Format::Xtr),
+            "champsim" => Some(Format::Champsim),
+            _ => None,
+        }
+    }
+}
+
+/// A trace that cannot be read: names the input, the byte offset (or line) and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Malformed content at a known place.
+    #[error("{source_name}: {location}: {message}")]
+    Corrupt {
+        /// File name (or `-` for stdin).
+        source_name: String,
+        /// "offset N" or "line N".
+        location: String,
+        /// What was found and what was expected.
+        message: String,
+    },
+    /// The input could not be opened or read.
+    #[error("{source_name}: {error}")]
+    Io {
+        /// File name (or `-` for stdin).
+        source_name: String,
+        /// The underlying error.
+        error: std::io::Error,
+    },
+    /// The format could not be recognised.
+    #[error("{source_name}: {message}")]
+    Format {
+        /// File name (or `-` for stdin).
+        source_name: String,
+        /// Why.
+        message: String,
+    },
+}
+
+impl TraceError {
+    /// A corrupt-content error at a byte offset.
+    pub fn at_offset(source_name: &str, offset: u64, message: impl fmt::Display) -> TraceError {
+        TraceError::Corrupt {
+            source_name: source_name.to_string(),
+            location: format!("offset {offset}"),
+            message: message.to_string(),
+        }
+    }
+
+    /// A corrupt-content error at a line (1-based).
+    pub fn at_line(source_name: &str, line: u64, message: impl fmt::Display) -> TraceError {
+        TraceError::Corrupt {
+            source_name: source_name.to_string(),
+            location: format!("line {line}"),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Default number of records per batch.
+pub const BATCH: usize = 4096;
+
+/// A streaming source of records.
+///
+/// Readers are called once per batch (not per record), so a boxed reader costs nothing
+/// measurable. `read_batch` clears `out`, fills it with up to `max` records and returns how
+/// many it wrote; 0 means the trace ended cleanly. A truncated or corrupt trace returns an error
+/// instead, never a silent end.
+pub trait TraceReader: Send {
+    /// Fills `out` (after clearing it) with up to `max` records.
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
+    /// What the reader has consumed and skipped so far.
+    fn stats(&self) -> ReaderStats;
+}
+
+/// A sink of records (used by `xlat convert`, `xlat gen` and tracing backends).
+pub trait TraceWriter {
+    /// Writes records in order.
+    fn write(&mut self, records: &[Record]) -> Result<(), TraceError>;
+    /// Flushes and closes the output (writes any trailer).
+    fn finish(self: Box<Self>) -> Result<(), TraceError>;
+}

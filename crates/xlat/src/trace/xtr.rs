@@ -1,0 +1,1 @@
+//! xtr (stub: to be implemented).
