@@ -1,1 +1,424 @@
-fn main() {}
+//! The `xlat` command: parse flags, build the systems, run, print. Every error is one line on
+//! stderr and exit status 2.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+use xlat::config::{Config, PRESETS};
+use xlat::engine::{self, RunOptions, System};
+use xlat::report::{self, ReportInput};
+use xlat::trace::{self, Format, TraceReader};
+
+/// xlat: a trace-driven simulator of TLBs, page tables and the OS policies around them.
+#[derive(Parser)]
+#[command(name = "xlat", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one or more designs over a trace in one pass and compare them.
+    Run(RunArgs),
+    /// Run the bundled real trace through a few contrasting designs.
+    Demo(DemoArgs),
+    /// Convert a trace between formats (lackey, xtr, champsim; gz/zst/xz compression).
+    Convert(ConvertArgs),
+    /// Summarise a trace: references by kind, distinct pages, processes, events.
+    Info(InfoArgs),
+    /// Generate a seeded synthetic trace.
+    Gen(GenArgs),
+    /// List the built-in presets, or print one as TOML.
+    Presets(PresetsArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// A design as a TOML file (repeatable).
+    #[arg(long = "config", short = 'c', value_name = "FILE")]
+    configs: Vec<PathBuf>,
+    /// A built-in design (repeatable; see `xlat presets`).
+    #[arg(long = "preset", short = 'p', value_name = "NAME")]
+    presets: Vec<String>,
+    /// The trace file, or `-` for standard input.
+    #[arg(long, short = 't', value_name = "TRACE")]
+    trace: String,
+    #[command(flatten)]
+    common: SimArgs,
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// Trace format.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "lackey", "xtr", "champsim"])]
+    format: String,
+    /// Write the results as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT.json")]
+    json: Option<String>,
+    /// Write the results as CSV to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT.csv")]
+    csv: Option<String>,
+    /// Stop after this many references.
+    #[arg(long, value_name = "N")]
+    max_refs: Option<u64>,
+    /// No table on standard output and no progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    #[command(flatten)]
+    common: SimArgs,
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    /// Input trace (`-` for standard input).
+    input: String,
+    /// Output trace (`-` for standard output).
+    output: String,
+    /// Input format (default: inferred from the content or the name).
+    #[arg(long, value_parser = ["lackey", "xtr", "champsim"])]
+    from: Option<String>,
+    /// Output format (default: inferred from the name).
+    #[arg(long, value_parser = ["lackey", "xtr", "champsim"])]
+    to: Option<String>,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// The trace (`-` for standard input).
+    trace: String,
+    /// Trace format.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "lackey", "xtr", "champsim"])]
+    format: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Output trace (format from the name; `.xtr` by default).
+    #[arg(long, short = 'o', value_name = "OUT")]
+    output: String,
+    /// Address pattern.
+    #[arg(long, default_value = "uniform", value_parser = ["sequential", "strided", "uniform", "zipf"])]
+    pattern: String,
+    /// Number of references.
+    #[arg(long, default_value_t = 1_000_000)]
+    refs: u64,
+    /// Footprint in bytes (suffixes K, M, G allowed).
+    #[arg(long, default_value = "1M", value_parser = parse_bytes)]
+    footprint: u64,
+    /// Stride in bytes for the strided pattern (suffixes allowed).
+    #[arg(long, default_value = "4K", value_parser = parse_bytes)]
+    stride: u64,
+    /// Zipf exponent.
+    #[arg(long, default_value_t = 1.0)]
+    zipf_s: f64,
+    /// Bytes per access.
+    #[arg(long, default_value_t = 8)]
+    access_size: u32,
+    /// Fraction of accesses that are stores.
+    #[arg(long, default_value_t = 0.0)]
+    store_fraction: f64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct PresetsArgs {
+    /// Print this preset's TOML.
+    #[arg(long, value_name = "NAME")]
+    show: Option<String>,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a byte count like 4096, 64K, 1M or 2G, got '{s}'"))
+}
+
+fn main() {
+    // A panic is a bug in xlat, but the user still gets one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let _ = writeln!(std::io::stderr(), "xlat: internal error{at}: {}", msg.replace('\n', " "));
+        std::process::exit(101);
+    }));
+    let cli = Cli::parse();
+    if let Err(e) = dispatch(cli) {
+        // One line: the chain of causes joined, never a backtrace.
+        let msg = format!("{e:#}").replace('\n', " ");
+        let _ = writeln!(std::io::stderr(), "xlat: error: {msg}");
+        std::process::exit(2);
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run(a) => cmd_run(a),
+        Command::Demo(a) => cmd_demo(a),
+        Command::Convert(a) => cmd_convert(a),
+        Command::Info(a) => cmd_info(a),
+        Command::Gen(a) => cmd_gen(a),
+        Command::Presets(a) => cmd_presets(a),
+    }
+}
+
+fn format_arg(s: &str) -> Option<Format> {
+    Format::from_name(s)
+}
+
+fn cmd_run(a: RunArgs) -> Result<()> {
+    let mut configs = Vec::new();
+    for p in &a.configs {
+        configs.push(Config::from_file(p)?);
+    }
+    for p in &a.presets {
+        configs.push(Config::preset(p)?);
+    }
+    if configs.is_empty() {
+        bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
+    }
+    let (mut reader, format) = trace::open::open_reader_with_format(&a.trace, format_arg(&a.common.format))?;
+    simulate(&configs, reader.as_mut(), &a.trace, format.name(), &a.common)
+}
+
+fn simulate(
+    configs: &[Config],
+    reader: &mut dyn TraceReader,
+    trace_path: &str,
+    format: &str,
+    common: &SimArgs,
+) -> Result<()> {
+    // Names must be unique so that columns and JSON entries can be told apart.
+    for (i, c) in configs.iter().enumerate() {
+        if configs[..i].iter().any(|o| o.name == c.name) {
+            bail!("two designs are named '{}': give each config a distinct `name`", c.name);
+        }
+    }
+    let mut systems = configs
+        .iter()
+        .map(|c| System::new(c).map_err(|e| anyhow!("config '{}': {e}", c.name)))
+        .collect::<Result<Vec<_>>>()?;
+    let bar = (!common.quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references ({per_sec})")
+                .expect("valid template"),
+        );
+        b
+    });
+    let start = Instant::now();
+    let opts = RunOptions { max_refs: common.max_refs };
+    let summary = engine::run(reader, &mut systems, opts, |n| {
+        if let Some(b) = &bar {
+            b.set_position(n);
+        }
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let input = ReportInput { trace_path, format, summary: &summary, seconds };
+    if let Some(path) = &common.json {
+        let doc = serde_json::to_string_pretty(&report::json(&input, &systems))? + "\n";
+        write_output(path, &doc)?;
+    }
+    if let Some(path) = &common.csv {
+        write_output(path, &report::csv(&input, &systems))?;
+    }
+    let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
+    if !common.quiet && !to_stdout {
+        print!("{}", report::table(&input, &systems));
+        let lookups = summary.trace.lookups.max(1);
+        eprintln!(
+            "simulated {} designs over {} lookups in {:.2} s ({:.1} M lookups/s per design)",
+            systems.len(),
+            summary.trace.lookups,
+            seconds,
+            lookups as f64 / seconds.max(1e-9) / 1e6
+        );
+    }
+    Ok(())
+}
+
+fn write_output(path: &str, text: &str) -> Result<()> {
+    if path == "-" {
+        std::io::stdout().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    std::fs::write(path, text).with_context(|| format!("{path}: cannot write"))
+}
+
+/// The bundled demo trace (see `data/README.md` for how it was made).
+const DEMO_TRACE: &[u8] = include_bytes!("../../../data/demo.xtr");
+const DEMO_NAME: &str = "data/demo.xtr (bundled)";
+
+fn demo_configs() -> Result<Vec<Config>> {
+    let text = |name: &str, entries: u32, ways: u32, policy: &str, kind: &str| {
+        format!(
+            "name = \"{name}\"\n[[tlb]]\nname = \"L1\"\nentries = {entries}\nways = {ways}\npolicy = \"{policy}\"\n[page_table]\nkind = \"{kind}\"\n"
+        )
+    };
+    let mut v = vec![
+        Config::from_toml(&text("fa16-lru-radix", 16, 16, "lru", "radix"), "demo")?,
+        Config::from_toml(&text("fa64-lru-radix", 64, 64, "lru", "radix"), "demo")?,
+        Config::from_toml(&text("fa64-fifo-hashed", 64, 64, "fifo", "hashed"), "demo")?,
+        Config::from_toml(&text("sa64x4-clustered", 64, 4, "lru", "clustered"), "demo")?,
+    ];
+    v.push(Config::preset("x86-64")?);
+    // The R3000's organisation (64 entries, random replacement, 8 reserved for page-table
+    // pages, software-refilled linear table) over a 48-bit address space: the preset itself is
+    // 32-bit and rejects this 64-bit trace's addresses.
+    let mut r3000 = Config::preset("mips-r3000")?;
+    r3000.name = "r3000-like-linear".to_string();
+    r3000.page_table.va_bits = 48;
+    v.push(r3000);
+    Ok(v)
+}
+
+fn cmd_demo(a: DemoArgs) -> Result<()> {
+    let configs = demo_configs()?;
+    let stream = Box::new(std::io::Cursor::new(DEMO_TRACE));
+    let (mut reader, _) =
+        trace::open::reader_from_stream(stream, DEMO_NAME, Some(Format::Xtr), Some(DEMO_TRACE.len() as u64))?;
+    if !a.common.quiet {
+        println!("xlat demo: a real program's memory trace (see data/README.md) through six designs.\n");
+    }
+    simulate(&configs, reader.as_mut(), DEMO_NAME, "xtr", &a.common)
+}
+
+fn cmd_convert(a: ConvertArgs) -> Result<()> {
+    let stats = trace::open::convert(
+        &a.input,
+        &a.output,
+        a.from.as_deref().and_then(format_arg),
+        a.to.as_deref().and_then(format_arg),
+    )?;
+    if a.output != "-" {
+        eprintln!(
+            "converted {} records ({} accesses, {} events) from {} to {}{}{}",
+            stats.records,
+            stats.accesses,
+            stats.events,
+            stats.from.name(),
+            stats.to.name(),
+            if stats.dropped_events > 0 {
+                format!("; {} events dropped (the output format has none)", stats.dropped_events)
+            } else {
+                String::new()
+            },
+            if stats.input.skipped > 0 {
+                format!("; {} input lines skipped", stats.input.skipped)
+            } else {
+                String::new()
+            },
+        );
+    }
+    Ok(())
+}
+
+fn cmd_info(a: InfoArgs) -> Result<()> {
+    let mut reader = trace::open::open_reader(&a.trace, format_arg(&a.format))?;
+    let info = trace::info::info(reader.as_mut())?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print_info(&a.trace, &info);
+    }
+    Ok(())
+}
+
+fn print_info(path: &str, i: &trace::info::TraceInfo) {
+    println!("trace            {path}");
+    println!("records          {}", i.records);
+    println!(
+        "references       {} (ifetch {}, load {}, store {}, modify {})",
+        i.references,
+        i.by_kind.get(trace::Kind::Ifetch),
+        i.by_kind.get(trace::Kind::Load),
+        i.by_kind.get(trace::Kind::Store),
+        i.by_kind.get(trace::Kind::Modify)
+    );
+    println!("bytes accessed   {}", i.bytes_accessed);
+    println!("distinct pages   {} (4 KB; footprint {} KB)", i.distinct_pages, i.footprint_bytes >> 10);
+    println!("processes        {} (ASIDs {:?})", i.processes, i.asids);
+    println!("events           {}", i.events.total());
+    if let (Some(lo), Some(hi)) = (i.min_addr, i.max_addr) {
+        println!("address range    {lo:#x} - {hi:#x}");
+    }
+    if i.skipped > 0 {
+        println!("skipped          {} input lines or records", i.skipped);
+    }
+}
+
+fn cmd_gen(a: GenArgs) -> Result<()> {
+    use trace::gen::{GenSpec, Generator, Pattern};
+    let pattern = Pattern::from_name(&a.pattern).ok_or_else(|| anyhow!("unknown pattern '{}'", a.pattern))?;
+    if a.footprint == 0 {
+        bail!("--footprint must be at least 1 byte");
+    }
+    if a.access_size == 0 {
+        bail!("--access-size must be at least 1 byte");
+    }
+    if !(0.0..=1.0).contains(&a.store_fraction) {
+        bail!("--store-fraction must be between 0 and 1, got {}", a.store_fraction);
+    }
+    let spec = GenSpec {
+        pattern,
+        refs: a.refs,
+        footprint: a.footprint,
+        stride: a.stride,
+        zipf_s: a.zipf_s,
+        seed: a.seed,
+        access_size: a.access_size,
+        store_fraction: a.store_fraction,
+    };
+    let mut gen = Generator::new(spec)?;
+    let mut writer = trace::open::create_writer(&a.output, None)?;
+    let mut buf = Vec::with_capacity(trace::BATCH);
+    while gen.read_batch(&mut buf, trace::BATCH)? > 0 {
+        writer.write(&buf)?;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+fn cmd_presets(a: PresetsArgs) -> Result<()> {
+    if let Some(name) = a.show {
+        let (_, text) = PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| anyhow!("unknown preset '{name}'; `xlat presets` lists them"))?;
+        print!("{text}");
+        return Ok(());
+    }
+    for (name, _) in PRESETS {
+        let c = Config::preset(name)?;
+        println!("{name:<14} {}", c.description);
+        println!("{:<14} source: {}", "", c.source);
+    }
+    Ok(())
+}

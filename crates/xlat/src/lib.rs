@@ -14,5 +14,12 @@
 #![warn(missing_docs)]
 
 pub mod addr;
+pub mod config;
+pub mod cost;
+pub mod engine;
+pub mod os;
 pub mod pt;
+pub mod report;
+pub mod stats;
+pub mod tlb;
 pub mod trace;

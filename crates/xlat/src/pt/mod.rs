@@ -14,6 +14,10 @@ pub mod hashed;
 pub mod linear;
 pub mod radix;
 
+mod chain;
+mod common;
+mod tree;
+
 use crate::addr::{Asid, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use serde::Deserialize;
 
@@ -31,7 +35,9 @@ pub struct Pte {
 #[serde(rename_all = "lowercase")]
 pub enum LineAccounting {
     /// talluri95's assumption: every PTE (or node entry) read starts a new cache line, so an
-    /// object of `b` bytes costs `ceil(b / line)` lines, and distinct objects never share a line.
+    /// object costs the lines of the words read in it (counted from its start), and distinct
+    /// objects never share a line. Hash bucket pointer reads are not counted (see
+    /// `docs/page-tables.md`).
     #[default]
     Paper,
     /// The real layout: lines are the distinct `line_bytes`-aligned blocks of the physical
@@ -149,12 +155,14 @@ pub struct ParamError {
 impl ParamError {
     /// Builds an error for `key`.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> ParamError {
-        ParamError {
-            key: key.into(),
-            message: message.into(),
-        }
+        ParamError { key: key.into(), message: message.into() }
     }
 }
+
+/// Physical address where page-table memory starts. Nodes, PTEs and bucket arrays are given
+/// addresses from here up by a bump allocator, apart from the frames the OS model hands to data,
+/// so a data-cache model can tell page-table reads apart and see their real layout.
+pub const PT_PHYS_BASE: u64 = 1 << 40;
 
 /// Most memory references one walk may record individually (deeper walks are still counted).
 pub const MAX_WALK_REFS: usize = 64;
@@ -162,7 +170,8 @@ pub const MAX_WALK_REFS: usize = 64;
 /// What one walk did. Filled by [`PageTable::walk`]; reset by the caller before each walk.
 #[derive(Clone, Copy, Debug)]
 pub struct WalkRecord {
-    /// Memory references made (PTE/PTP/tag/bucket reads).
+    /// Memory references made (PTE/PTP/tag/bucket reads): one per cache line of a page-table
+    /// object read, the object taken to start on a line boundary (see `docs/page-tables.md`).
     pub mem_refs: u32,
     /// Distinct cache lines touched, under the configured [`LineAccounting`].
     pub cache_lines: u32,

@@ -1,39 +1,297 @@
-//! radix page table (stub: to be implemented).
+//! Forward-mapped (radix) page tables, x86-64 style, with optional page-walk caches.
+//!
+//! talluri95 §2 (Figure 3): an n-ary tree indexed top-down by fixed VPN fields; intermediate
+//! nodes hold pointers (PTPs) to the next level, leaves hold PTEs, and the tree is read with
+//! physical addresses. A walk reads one entry per level, so it costs `nlevels` references and, in
+//! talluri95's accounting, `nlevels` cache lines (Table 2). Page-walk caches (Intel's PML4E /
+//! PDPTE / PDE caches) remember upper-level entries: a hit at a level skips reading that level and
+//! every level above it.
+//!
+//! One tree per ASID. Nodes are allocated on the first map under them and freed when their last
+//! valid entry goes, root included, so a level's node count is `Nactive(pb_i)` and the size is
+//! Table 2's `Σ n_i × pte_bytes × Nactive(pb_i)`.
 
-use super::{PageTableConfig, ParamError, Pte, PtSize, WalkEnv, WalkRecord};
+use super::common::{validate_common, LineCfg, NIL};
+use super::tree::{Tree, MAX_LEVELS};
+use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, Vpn};
+use std::fmt;
 
-/// radix page table.
-#[derive(Clone, Debug)]
-pub struct RadixTable {}
+/// Largest index field of one level (host memory per node grows as `2^bits`).
+pub(crate) const MAX_LEVEL_BITS: u32 = 20;
+
+/// Forward-mapped page table: one radix tree per ASID, optional page-walk caches.
+#[derive(Clone)]
+pub struct RadixTable {
+    tree: Tree,
+    /// Page-walk cache of each level (index = tree level, leaf 0; empty for no cache).
+    pwc: Vec<Pwc>,
+    has_pwc: bool,
+    lines: LineCfg,
+}
+
+/// One page-walk cache: a small fully-associative LRU cache of the entries of one non-leaf level,
+/// tagged by the ASID and the VPN bits that index that level and all levels above it.
+#[derive(Clone, Debug, Default)]
+struct Pwc {
+    entries: Vec<PwcEntry>,
+    clock: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PwcEntry {
+    key: u64,
+    asid: u32,
+    /// Node of the level below that the cached entry points to ([`NIL`]: invalid entry).
+    node: u32,
+    stamp: u64,
+}
+
+impl Pwc {
+    fn new(entries: usize) -> Pwc {
+        Pwc { entries: vec![PwcEntry { key: 0, asid: 0, node: NIL, stamp: 0 }; entries], clock: 0 }
+    }
+
+    #[inline]
+    fn lookup(&mut self, asid: u32, key: u64) -> u32 {
+        for e in self.entries.iter_mut() {
+            if e.key == key && e.asid == asid && e.node != NIL {
+                self.clock += 1;
+                e.stamp = self.clock;
+                return e.node;
+            }
+        }
+        NIL
+    }
+
+    #[inline]
+    fn insert(&mut self, asid: u32, key: u64, node: u32) {
+        let mut victim = 0;
+        let mut oldest = u64::MAX;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.node == NIL {
+                victim = i;
+                break;
+            }
+            if e.stamp < oldest {
+                oldest = e.stamp;
+                victim = i;
+            }
+        }
+        self.clock += 1;
+        self.entries[victim] = PwcEntry { key, asid, node, stamp: self.clock };
+    }
+
+    fn invalidate(&mut self, pred: impl Fn(&PwcEntry) -> bool) {
+        for e in self.entries.iter_mut() {
+            if e.node != NIL && pred(e) {
+                e.node = NIL;
+            }
+        }
+    }
+}
+
+/// Resolves `levels` / `bits_per_level` into per-level index bits, leaf first.
+fn geometry(cfg: &PageTableConfig, vpn_bits: u32) -> Result<Vec<u32>, ParamError> {
+    let bad_levels = |msg: String| ParamError::new("page_table.levels", msg);
+    let bad_bits = |msg: String| ParamError::new("page_table.bits_per_level", msg);
+    if let Some(l) = cfg.levels {
+        if l == 0 || l as usize > MAX_LEVELS {
+            return Err(bad_levels(format!("{l} is not usable: from 1 to {MAX_LEVELS} levels")));
+        }
+    }
+    let (bits, list) = match &cfg.bits_per_level {
+        None | Some(BitsPerLevel::Uniform(_)) => {
+            let b = match cfg.bits_per_level {
+                Some(BitsPerLevel::Uniform(b)) => b,
+                _ => 9,
+            };
+            if b == 0 || b > MAX_LEVEL_BITS {
+                return Err(bad_bits(format!("{b} is not usable: from 1 to {MAX_LEVEL_BITS} bits per level")));
+            }
+            let levels = cfg.levels.unwrap_or(vpn_bits.div_ceil(b));
+            if levels as usize > MAX_LEVELS {
+                return Err(bad_levels(format!(
+                    "{levels} levels of {b} bits would be needed to cover {vpn_bits} VPN bits; at most {MAX_LEVELS}"
+                )));
+            }
+            (vec![b; levels as usize], false)
+        }
+        Some(BitsPerLevel::PerLevel(v)) => {
+            if v.is_empty() || v.len() > MAX_LEVELS {
+                return Err(bad_bits(format!("a list of 1 to {MAX_LEVELS} levels, got {}", v.len())));
+            }
+            if let Some(l) = cfg.levels {
+                if l as usize != v.len() {
+                    return Err(bad_bits(format!(
+                        "{} entries but page_table.levels is {l}: give one entry per level, leaf first",
+                        v.len()
+                    )));
+                }
+            }
+            if let Some(b) = v.iter().find(|&&b| b == 0 || b > MAX_LEVEL_BITS) {
+                return Err(bad_bits(format!("{b} is not usable: from 1 to {MAX_LEVEL_BITS} bits per level")));
+            }
+            (v.clone(), true)
+        }
+    };
+    let total: u32 = bits.iter().sum();
+    if total < vpn_bits {
+        let msg = format!(
+            "{} levels with {total} index bits in all cannot cover the {vpn_bits} VPN bits of page_table.va_bits",
+            bits.len()
+        );
+        return Err(if list { bad_bits(msg) } else { bad_levels(msg) });
+    }
+    if total > 64 {
+        let msg = format!("{total} index bits in all; at most 64");
+        return Err(if list { bad_bits(msg) } else { bad_levels(msg) });
+    }
+    Ok(bits)
+}
 
 impl RadixTable {
     /// Builds the table.
-    pub fn new(_cfg: &PageTableConfig, _page_size: PageSize) -> Result<Self, ParamError> {
-        todo!()
+    pub fn new(cfg: &PageTableConfig, page_size: PageSize) -> Result<Self, ParamError> {
+        let lines = validate_common(cfg, page_size)?;
+        let bits = geometry(cfg, cfg.va_bits - page_size.shift())?;
+        let pte = cfg.pte_bytes as u64;
+        let bytes: Vec<u64> = bits.iter().map(|&b| (1u64 << b) * pte).collect();
+        let tree = Tree::new(&bits, pte, &bytes);
+        if cfg.pwc.len() >= bits.len() {
+            return Err(ParamError::new(
+                "page_table.pwc",
+                format!(
+                    "{} page-walk caches for a {}-level table: at most one per non-leaf level ({}), top level first",
+                    cfg.pwc.len(),
+                    bits.len(),
+                    bits.len() - 1
+                ),
+            ));
+        }
+        let top = bits.len() - 1;
+        let mut pwc = vec![Pwc::default(); bits.len()];
+        for (j, &n) in cfg.pwc.iter().enumerate() {
+            pwc[top - j] = Pwc::new(n as usize);
+        }
+        let has_pwc = cfg.pwc.iter().any(|&n| n > 0);
+        Ok(RadixTable { tree, pwc, has_pwc, lines })
     }
+
+    /// Number of levels.
+    pub fn levels(&self) -> u32 {
+        self.tree.levels.len() as u32
+    }
+
+    /// Index bits of each level, leaf first.
+    pub fn bits_per_level(&self) -> Vec<u32> {
+        self.tree.levels.iter().map(|l| l.bits).collect()
+    }
+
     /// See [`super::PageTable::map`].
-    pub fn map(&mut self, _asid: Asid, _vpn: Vpn, _pte: Pte) {
-        todo!()
+    pub fn map(&mut self, asid: Asid, vpn: Vpn, pte: Pte) {
+        self.tree.map(asid, vpn, pte);
     }
+
     /// See [`super::PageTable::unmap`].
-    pub fn unmap(&mut self, _asid: Asid, _vpn: Vpn) -> Option<Pte> {
-        todo!()
+    pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        let pwc = &mut self.pwc;
+        let top = self.tree.top();
+        self.tree.unmap(asid, vpn, |k, node| {
+            // The entry one level up that pointed to the freed node may be cached.
+            if k < top {
+                pwc[k + 1].invalidate(|e| e.node == node);
+            }
+        })
     }
+
     /// See [`super::PageTable::get`].
-    pub fn get(&self, _asid: Asid, _vpn: Vpn) -> Option<Pte> {
-        todo!()
+    pub fn get(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        self.tree.get(asid, vpn)
     }
-    /// See [`super::PageTable::walk`].
-    pub fn walk<E: WalkEnv>(&mut self, _asid: Asid, _vpn: Vpn, _env: &mut E, _rec: &mut WalkRecord) -> Option<Pte> {
-        todo!()
+
+    /// See [`super::PageTable::walk`]. Reads one entry per level, top-down, starting below the
+    /// deepest page-walk cache hit.
+    #[inline]
+    pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
+        let t = &self.tree;
+        if !t.in_range(vpn) {
+            return None;
+        }
+        let mut k = t.top();
+        let mut node = t.root(asid);
+        if node == NIL {
+            // No mapping at all in this address space: the walk has no tree to read.
+            return None;
+        }
+        // Probe the page-walk caches, deepest non-leaf level first.
+        if self.has_pwc {
+            for lvl in 1..=k {
+                let c = &mut self.pwc[lvl];
+                if c.entries.is_empty() {
+                    continue;
+                }
+                let hit = c.lookup(asid.0, vpn.0 >> t.levels[lvl].shift);
+                if hit != NIL {
+                    rec.pwc_hits += 1;
+                    node = hit;
+                    k = lvl - 1;
+                    break;
+                }
+            }
+        }
+        let pte_bytes = t.pte_bytes;
+        let mut lines = self.lines.tracker();
+        loop {
+            let idx = t.index(k, vpn);
+            lines.read(rec, t.entry_addr(k, node, idx), 0, pte_bytes);
+            if k == 0 {
+                lines.finish(rec);
+                return t.leaf(node, idx).get();
+            }
+            let child = t.child(k, node, idx);
+            if child == NIL {
+                lines.finish(rec);
+                return None;
+            }
+            // Every level read missed its cache (deeper ones were probed first): fill it.
+            if self.has_pwc {
+                let c = &mut self.pwc[k];
+                if !c.entries.is_empty() {
+                    c.insert(asid.0, vpn.0 >> t.levels[k].shift, child);
+                }
+            }
+            node = child;
+            k -= 1;
+        }
     }
+
     /// See [`super::PageTable::remove_asid`].
-    pub fn remove_asid(&mut self, _asid: Asid) {
-        todo!()
+    pub fn remove_asid(&mut self, asid: Asid) {
+        self.tree.remove_asid(asid);
+        for c in &mut self.pwc {
+            c.invalidate(|e| e.asid == asid.0);
+        }
     }
-    /// See [`super::PageTable::size`].
+
+    /// See [`super::PageTable::size`]: `Σ 2^bits_i × pte_bytes` over the nodes present.
     pub fn size(&self) -> PtSize {
-        todo!()
+        let mut s = PtSize::default();
+        for l in &self.tree.levels {
+            s.table_bytes += l.live * ((1u64 << l.bits) * self.tree.pte_bytes);
+            s.objects += l.live;
+        }
+        s
+    }
+}
+
+impl fmt::Debug for RadixTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RadixTable")
+            .field("bits_per_level", &self.bits_per_level())
+            .field("pte_bytes", &self.tree.pte_bytes)
+            .field("pwc", &self.pwc.iter().map(|c| c.entries.len()).collect::<Vec<_>>())
+            .field("size", &self.size())
+            .finish()
     }
 }

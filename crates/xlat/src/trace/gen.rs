@@ -1,1 +1,539 @@
-//! gen (stub: to be implemented).
+//! Seeded synthetic traces.
+//!
+//! A [`Generator`] produces `refs` data accesses of `access_size` bytes inside the footprint
+//! `[BASE, BASE + footprint)` following a [`Pattern`]. Each access is a store with probability
+//! `store_fraction`, else a load. The same [`GenSpec`] (seed included) always gives the same
+//! trace, on every platform: the random numbers come from a self-contained xoshiro256**
+//! generator seeded through splitmix64.
+
+use super::{Kind, ReaderStats, Record, TraceError, TraceReader};
+
+/// First address of every generated footprint.
+pub const BASE: u64 = 0x1000_0000;
+/// Page granularity of [`Pattern::Zipf`].
+pub const ZIPF_PAGE: u64 = 4096;
+/// Ranks sampled from a table in [`Pattern::Zipf`]; rarer ranks use rejection-inversion.
+const ZIPF_HEAD: u64 = 1 << 16;
+
+/// How addresses are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Consecutive accesses: offsets 0, `access_size`, 2·`access_size`, ... wrapping to 0 when
+    /// the next access would cross the end of the footprint. `stride` is ignored.
+    Sequential,
+    /// Offsets 0, `stride`, 2·`stride`, ... wrapping to 0 when the next access would cross the
+    /// end of the footprint (so a stride of 4096 touches each 4 KB page once per sweep).
+    Strided,
+    /// Independent uniformly random offsets, aligned to `access_size`, anywhere in the
+    /// footprint.
+    Uniform,
+    /// Independent Zipf-distributed 4 KB pages: the footprint's `n = footprint / 4096` pages
+    /// (at least one) get ranks 1..n, and rank `k` is chosen with probability proportional to
+    /// `k^-zipf_s`. Ranks are mapped to pages by a seed-dependent pseudo-random permutation, so
+    /// hot pages are scattered over the footprint rather than adjacent (rank 1, the most
+    /// frequent, is usually not the first page). Within the chosen page the offset is uniform,
+    /// aligned to `access_size`. Sampling is exact: a Walker alias table for the 65536 most
+    /// frequent ranks (512 KB at most) and rejection-inversion (Hörmann and Derflinger) for the
+    /// rest, so memory stays bounded for any footprint.
+    Zipf,
+}
+
+impl Pattern {
+    /// Parses `sequential` (`seq`), `strided` (`stride`), `uniform` (`random`) or `zipf`.
+    pub fn from_name(s: &str) -> Option<Pattern> {
+        match s.to_ascii_lowercase().as_str() {
+            "sequential" | "seq" => Some(Pattern::Sequential),
+            "strided" | "stride" => Some(Pattern::Strided),
+            "uniform" | "random" => Some(Pattern::Uniform),
+            "zipf" => Some(Pattern::Zipf),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Sequential => "sequential",
+            Pattern::Strided => "strided",
+            Pattern::Uniform => "uniform",
+            Pattern::Zipf => "zipf",
+        }
+    }
+}
+
+/// What to generate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GenSpec {
+    /// Address pattern.
+    pub pattern: Pattern,
+    /// Number of accesses.
+    pub refs: u64,
+    /// Bytes of address space the accesses stay in, starting at [`BASE`].
+    pub footprint: u64,
+    /// Distance between consecutive accesses for [`Pattern::Strided`] (bytes, at least 1).
+    pub stride: u64,
+    /// Zipf exponent for [`Pattern::Zipf`] (greater than 0; 1 is classic Zipf).
+    pub zipf_s: f64,
+    /// Random seed.
+    pub seed: u64,
+    /// Bytes per access (at least 1, at most the footprint; at most 4096 for Zipf).
+    pub access_size: u32,
+    /// Probability that an access is a store (0 to 1).
+    pub store_fraction: f64,
+}
+
+impl Default for GenSpec {
+    /// 1 M sequential 8-byte loads over 64 MiB, seed 1.
+    fn default() -> GenSpec {
+        GenSpec {
+            pattern: Pattern::Sequential,
+            refs: 1 << 20,
+            footprint: 64 << 20,
+            stride: 4096,
+            zipf_s: 1.0,
+            seed: 1,
+            access_size: 8,
+            store_fraction: 0.0,
+        }
+    }
+}
+
+impl GenSpec {
+    /// Checks the parameters; the message says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.access_size == 0 {
+            return Err("access size must be at least 1 byte".into());
+        }
+        if self.footprint < self.access_size as u64 {
+            return Err(format!(
+                "footprint ({} bytes) is smaller than the access size ({} bytes)",
+                self.footprint, self.access_size
+            ));
+        }
+        if self.footprint > u64::MAX - BASE {
+            return Err(format!("footprint must be at most {} bytes", u64::MAX - BASE));
+        }
+        if self.pattern == Pattern::Strided && self.stride == 0 {
+            return Err("stride must be at least 1 byte".into());
+        }
+        if self.pattern == Pattern::Zipf {
+            if !(self.zipf_s.is_finite() && self.zipf_s > 0.0) {
+                return Err(format!("zipf exponent must be > 0, got {}", self.zipf_s));
+            }
+            if self.access_size as u64 > ZIPF_PAGE {
+                return Err(format!("zipf access size must be at most {ZIPF_PAGE} bytes"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.store_fraction) {
+            return Err(format!("store fraction must be between 0 and 1, got {}", self.store_fraction));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers
+
+/// xoshiro256** (Blackman and Vigna), seeded with splitmix64.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+/// One step of splitmix64.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Rng {
+    /// A generator whose state is four splitmix64 outputs from `seed`.
+    pub fn new(seed: u64) -> Rng {
+        let mut st = seed;
+        Rng { s: [splitmix64(&mut st), splitmix64(&mut st), splitmix64(&mut st), splitmix64(&mut st)] }
+    }
+
+    /// 64 random bits.
+    #[inline(always)]
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, n)` (multiply-shift; bias below n / 2^64).
+    #[inline(always)]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform in `[0, 1)` with 53 bits.
+    #[inline(always)]
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zipf
+
+/// `expm1(t) / t`, continuous at 0.
+fn helper1(t: f64) -> f64 {
+    if t.abs() > 1e-8 {
+        t.exp_m1() / t
+    } else {
+        1.0 + t * 0.5 * (1.0 + t / 3.0)
+    }
+}
+
+/// `ln_1p(t) / t`, continuous at 0.
+fn helper2(t: f64) -> f64 {
+    if t.abs() > 1e-8 {
+        t.ln_1p() / t
+    } else {
+        1.0 - t * (0.5 - t / 3.0)
+    }
+}
+
+/// Rejection-inversion sampling of ranks in `[lo, hi]` (1-based) with weight `k^-s`.
+#[derive(Clone, Debug)]
+struct Tail {
+    s: f64,
+    lo: f64,
+    hi: f64,
+    h_lo: f64,
+    h_hi: f64,
+    squeeze: f64,
+}
+
+impl Tail {
+    fn new(lo: u64, hi: u64, s: f64) -> Tail {
+        let mut t = Tail { s, lo: lo as f64, hi: hi as f64, h_lo: 0.0, h_hi: 0.0, squeeze: 0.0 };
+        t.h_lo = t.big_h(t.lo + 0.5) - t.h(t.lo);
+        t.h_hi = t.big_h(t.hi + 0.5);
+        t.squeeze = t.lo + 1.0 - t.big_h_inv(t.big_h(t.lo + 1.5) - t.h(t.lo + 1.0));
+        t
+    }
+
+    /// The weight `x^-s`.
+    fn h(&self, x: f64) -> f64 {
+        (-self.s * x.ln()).exp()
+    }
+
+    /// An antiderivative of `h`: `(x^(1-s) - 1) / (1-s)` (`ln x` for s = 1).
+    fn big_h(&self, x: f64) -> f64 {
+        let l = x.ln();
+        helper1((1.0 - self.s) * l) * l
+    }
+
+    fn big_h_inv(&self, y: f64) -> f64 {
+        (helper2((1.0 - self.s) * y) * y).exp()
+    }
+
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        loop {
+            let u = self.h_hi + rng.next_f64() * (self.h_lo - self.h_hi);
+            let x = self.big_h_inv(u);
+            let k = (x + 0.5).floor().clamp(self.lo, self.hi);
+            if k - x <= self.squeeze || u >= self.big_h(k + 0.5) - self.h(k) {
+                return k as u64;
+            }
+        }
+    }
+}
+
+/// Sum of `k^-s` for integer `k` in `[a, b]` (Euler-Maclaurin for long ranges).
+fn zeta_range(a: u64, b: u64, s: f64) -> f64 {
+    if b < a {
+        return 0.0;
+    }
+    if b - a < 1 << 20 {
+        return (a..=b).map(|k| (k as f64).powf(-s)).sum();
+    }
+    let t = Tail::new(a, b, s);
+    let (fa, fb) = (t.h(a as f64), t.h(b as f64));
+    let (da, db) = (-s * fa / a as f64, -s * fb / b as f64);
+    t.big_h(b as f64) - t.big_h(a as f64) + (fa + fb) / 2.0 + (db - da) / 12.0
+}
+
+/// Samples 0-based ranks in `[0, n)` with weight `(rank+1)^-s`.
+#[derive(Clone, Debug)]
+struct Zipf {
+    /// Alias table over the head ranks: (threshold, alias).
+    table: Vec<(u32, u32)>,
+    head: u64,
+    /// Probability (scaled to 2^64) that the rank is in the head.
+    p_head: u64,
+    tail: Option<Tail>,
+}
+
+impl Zipf {
+    fn new(n: u64, s: f64, head: u64) -> Zipf {
+        let head = n.min(head).max(1);
+        let w: Vec<f64> = (1..=head).map(|k| (k as f64).powf(-s)).collect();
+        let w_head: f64 = w.iter().sum();
+        let (tail, p_head) = if n > head {
+            let w_tail = zeta_range(head + 1, n, s);
+            let p = w_head / (w_head + w_tail);
+            (Some(Tail::new(head + 1, n, s)), (p * 2f64.powi(64)).min(u64::MAX as f64) as u64)
+        } else {
+            (None, u64::MAX)
+        };
+        // Vose's alias method.
+        let m = head as usize;
+        let mut p: Vec<f64> = w.iter().map(|x| x * m as f64 / w_head).collect();
+        let mut table = vec![(u32::MAX, 0u32); m];
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..m).partition(|&i| p[i] < 1.0);
+        while let (Some(&l), Some(&g)) = (small.last(), large.last()) {
+            small.pop();
+            table[l] = (((p[l] * 2f64.powi(32)) as u64).min(u32::MAX as u64) as u32, g as u32);
+            p[g] -= 1.0 - p[l];
+            if p[g] < 1.0 {
+                large.pop();
+                small.push(g);
+            }
+        }
+        for i in small.into_iter().chain(large) {
+            table[i] = (u32::MAX, i as u32);
+        }
+        Zipf { table, head, p_head, tail }
+    }
+
+    #[inline(always)]
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        if let Some(t) = &self.tail {
+            if rng.next_u64() >= self.p_head {
+                return t.sample(rng) - 1;
+            }
+        }
+        let r = rng.next_u64();
+        let i = ((r >> 32) * self.head) >> 32;
+        let (thr, alias) = self.table[i as usize];
+        if (r as u32) < thr {
+            i
+        } else {
+            alias as u64
+        }
+    }
+}
+
+/// A seed-dependent permutation of `[0, n)` (cycle-walking over a bijection of `[0, 2^bits)`).
+#[derive(Clone, Debug)]
+struct Scramble {
+    n: u64,
+    mask: u64,
+    shift: u32,
+    a: u64,
+    b: u64,
+    c: u64,
+}
+
+impl Scramble {
+    fn new(n: u64, rng: &mut Rng) -> Scramble {
+        let bits = 64 - (n.max(1) - 1).leading_zeros();
+        Scramble {
+            n,
+            mask: if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 },
+            shift: (bits / 2).max(1),
+            a: rng.next_u64() | 1,
+            b: rng.next_u64(),
+            c: rng.next_u64() | 1,
+        }
+    }
+
+    #[inline(always)]
+    fn step(&self, x: u64) -> u64 {
+        let mut y = x.wrapping_mul(self.a).wrapping_add(self.b) & self.mask;
+        y ^= y >> self.shift;
+        y = y.wrapping_mul(self.c) & self.mask;
+        y ^ (y >> self.shift)
+    }
+
+    #[inline(always)]
+    fn map(&self, x: u64) -> u64 {
+        let mut y = self.step(x);
+        while y >= self.n {
+            y = self.step(y);
+        }
+        y
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generator
+
+/// A [`TraceReader`] producing the trace a [`GenSpec`] describes.
+#[derive(Clone, Debug)]
+pub struct Generator {
+    spec: GenSpec,
+    rng: Rng,
+    done: u64,
+    /// Next offset (sequential, strided).
+    offset: u64,
+    step: u64,
+    /// Largest offset an access may start at.
+    last_offset: u64,
+    /// Access-size slots in the footprint (uniform) or in a page (zipf).
+    slots: u64,
+    zipf: Option<(Zipf, Scramble)>,
+    /// Store probability scaled to 2^64; `None` when it is 0 or 1.
+    store_thr: Option<u64>,
+    fixed_kind: Kind,
+}
+
+impl Generator {
+    /// A generator for `spec` (checked with [`GenSpec::validate`]).
+    pub fn new(spec: GenSpec) -> Result<Generator, TraceError> {
+        spec.validate().map_err(|message| TraceError::Format {
+            source_name: format!("generator ({})", spec.pattern.name()),
+            message,
+        })?;
+        let size = spec.access_size as u64;
+        let mut rng = Rng::new(spec.seed);
+        let mut slots = spec.footprint / size;
+        let zipf = if spec.pattern == Pattern::Zipf {
+            let pages = (spec.footprint / ZIPF_PAGE).max(1);
+            slots = ZIPF_PAGE.min(spec.footprint) / size;
+            let scramble = Scramble::new(pages, &mut rng);
+            Some((Zipf::new(pages, spec.zipf_s, ZIPF_HEAD), scramble))
+        } else {
+            None
+        };
+        let (store_thr, fixed_kind) = if spec.store_fraction <= 0.0 {
+            (None, Kind::Load)
+        } else if spec.store_fraction >= 1.0 {
+            (None, Kind::Store)
+        } else {
+            (Some((spec.store_fraction * 2f64.powi(64)) as u64), Kind::Load)
+        };
+        Ok(Generator {
+            spec,
+            rng,
+            done: 0,
+            offset: 0,
+            step: if spec.pattern == Pattern::Strided { spec.stride } else { size },
+            last_offset: spec.footprint - size,
+            slots,
+            zipf,
+            store_thr,
+            fixed_kind,
+        })
+    }
+
+    /// The spec being generated.
+    pub fn spec(&self) -> &GenSpec {
+        &self.spec
+    }
+
+    #[inline(always)]
+    fn kind(rng: &mut Rng, thr: Option<u64>, fixed: Kind) -> Kind {
+        match thr {
+            Some(t) if rng.next_u64() < t => Kind::Store,
+            _ => fixed,
+        }
+    }
+}
+
+impl TraceReader for Generator {
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
+        out.clear();
+        let n = (self.spec.refs - self.done).min(max.max(1) as u64) as usize;
+        out.reserve(n);
+        let size = self.spec.access_size;
+        let (thr, fixed) = (self.store_thr, self.fixed_kind);
+        let rng = &mut self.rng;
+        match self.spec.pattern {
+            Pattern::Sequential | Pattern::Strided => {
+                let (mut off, step, last) = (self.offset, self.step, self.last_offset);
+                for _ in 0..n {
+                    out.push(Record::Access { kind: Self::kind(rng, thr, fixed), size, addr: BASE + off });
+                    off = match off.checked_add(step) {
+                        Some(o) if o <= last => o,
+                        _ => 0,
+                    };
+                }
+                self.offset = off;
+            }
+            Pattern::Uniform => {
+                let slots = self.slots;
+                for _ in 0..n {
+                    let kind = Self::kind(rng, thr, fixed);
+                    out.push(Record::Access { kind, size, addr: BASE + rng.below(slots) * size as u64 });
+                }
+            }
+            Pattern::Zipf => {
+                let (zipf, scramble) = self.zipf.as_ref().unwrap();
+                let slots = self.slots;
+                for _ in 0..n {
+                    let kind = Self::kind(rng, thr, fixed);
+                    let page = scramble.map(zipf.sample(rng));
+                    let addr = BASE + page * ZIPF_PAGE + rng.below(slots) * size as u64;
+                    out.push(Record::Access { kind, size, addr });
+                }
+            }
+        }
+        self.done += n as u64;
+        Ok(n)
+    }
+
+    fn stats(&self) -> ReaderStats {
+        ReaderStats { bytes: 0, records: self.done, skipped: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_and_tail_match_the_distribution() {
+        // n = 40 ranks, head of 5 (alias) and tail of 35 (rejection-inversion).
+        for &s in &[0.6, 1.0, 1.3] {
+            let n = 40u64;
+            let z = Zipf::new(n, s, 5);
+            let mut rng = Rng::new(7);
+            let draws = 400_000;
+            let mut counts = vec![0u64; n as usize];
+            for _ in 0..draws {
+                counts[z.sample(&mut rng) as usize] += 1;
+            }
+            let total: f64 = (1..=n).map(|k| (k as f64).powf(-s)).sum();
+            for (i, &c) in counts.iter().enumerate() {
+                let p = ((i + 1) as f64).powf(-s) / total;
+                let expect = p * draws as f64;
+                let sd = (expect * (1.0 - p)).sqrt();
+                assert!((c as f64 - expect).abs() < 5.0 * sd + 1.0, "s={s} rank {i}: {c} vs {expect:.0}");
+            }
+        }
+    }
+
+    #[test]
+    fn zeta_range_approximation() {
+        let exact: f64 = (100_000u64..=3_000_000).map(|k| (k as f64).powf(-1.1)).sum();
+        let approx = zeta_range(100_000, 3_000_000, 1.1);
+        assert!((exact - approx).abs() / exact < 1e-9, "{exact} {approx}");
+    }
+
+    #[test]
+    fn scramble_is_a_permutation() {
+        for n in [1u64, 2, 3, 17, 1000, 4096] {
+            let s = Scramble::new(n, &mut Rng::new(n));
+            let mut seen = vec![false; n as usize];
+            for x in 0..n {
+                let y = s.map(x) as usize;
+                assert!(!seen[y]);
+                seen[y] = true;
+            }
+        }
+    }
+}

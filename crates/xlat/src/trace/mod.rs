@@ -7,6 +7,7 @@
 
 pub mod champsim;
 pub mod gen;
+pub mod info;
 pub mod lackey;
 pub mod open;
 pub mod xtr;

@@ -1,15 +1,438 @@
-//! Opening trace files: compression and format detection (stub: to be implemented).
+//! Opening trace files: compression and format detection, writers, conversion.
+//!
+//! # Compression
+//!
+//! Input compression is recognised from the first bytes of the content, never from the name:
+//! gzip (`1f 8b`), zstd (`28 b5 2f fd`) and xz (`fd 37 7a 58 5a 00`). Concatenated members /
+//! frames / streams are read in sequence, and up to [`MAX_LAYERS`] nested layers are undone
+//! (a gzipped `.xtr`, which is zstd inside, reads fine). Output compression follows the name's
+//! suffix: `.gz`, `.zst` or `.xz`; xtr is zstd-compressed inside unless the name asks for gzip
+//! or xz.
+//!
+//! # Format detection
+//!
+//! [`open_reader`] decides the format in this order (the first rule that applies wins):
+//!
+//! 1. the format given explicitly;
+//! 2. content starting with the xtr magic `XTR\0` → xtr;
+//! 3. text content (no control bytes other than tab, CR, LF) whose first lines (up to 64 KiB,
+//!    banners and other text allowed) contain a well-formed lackey reference → lackey;
+//! 4. the name: `*.xtr`, `*.lackey` (or `*.lackey.txt`), and any name containing `.champsim`
+//!    (e.g. `*.champsim`, `*.champsimtrace.xz`), after stripping `.gz`, `.zst` or `.xz`;
+//! 5. binary content that looks like ChampSim records: at least one whole 64-byte record, the
+//!    first 16 records all have a non-zero `ip`, `is_branch` and `branch_taken` in {0, 1} and
+//!    every address below 2^57, and (for an uncompressed file) a length that is a multiple of 64;
+//! 6. empty content → an empty lackey trace;
+//! 7. otherwise [`TraceError::Format`] naming the file and the formats expected.
 
-use super::{Format, TraceError, TraceReader, TraceWriter};
+use std::fs::File;
+use std::io::{self, BufWriter, Cursor, Read, Write};
+
+use super::champsim::{ChampsimReader, ChampsimWriter};
+use super::lackey::{LackeyReader, LackeyWriter};
+use super::xtr::{XtrOptions, XtrReader, XtrWriter};
+use super::{Format, ReaderStats, Record, TraceError, TraceReader, TraceWriter, BATCH};
+
+/// Most nested compression layers undone when reading.
+pub const MAX_LAYERS: usize = 3;
+
+/// Bytes of (decompressed) content examined to recognise the format.
+pub const DETECT_PREFIX: usize = 64 * 1024;
+
+/// A stream compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Not compressed.
+    None,
+    /// gzip (RFC 1952).
+    Gzip,
+    /// Zstandard.
+    Zstd,
+    /// xz (LZMA2).
+    Xz,
+}
+
+impl Compression {
+    /// The compression whose magic bytes start `prefix` (6 bytes are enough), or `None`.
+    pub fn detect(prefix: &[u8]) -> Compression {
+        if prefix.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if prefix.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else if prefix.starts_with(&[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) {
+            Compression::Xz
+        } else {
+            Compression::None
+        }
+    }
+
+    /// The compression a file name asks for by its suffix (`.gz`, `.zst`, `.xz`).
+    pub fn from_name(name: &str) -> Compression {
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".gz") {
+            Compression::Gzip
+        } else if lower.ends_with(".zst") || lower.ends_with(".zstd") {
+            Compression::Zstd
+        } else if lower.ends_with(".xz") {
+            Compression::Xz
+        } else {
+            Compression::None
+        }
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+        }
+    }
+}
+
+/// Reads up to `n` bytes (fewer only at end of input).
+fn peek_bytes(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(n);
+    r.take(n as u64).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// Wraps `inner` in decoders for the compression layers its content starts with (up to
+/// [`MAX_LAYERS`]); returns the decompressed stream and the layers found, outermost first.
+pub fn decompress<'a, R: Read + Send + 'a>(inner: R) -> io::Result<(Box<dyn Read + Send + 'a>, Vec<Compression>)> {
+    let mut stream: Box<dyn Read + Send + 'a> = Box::new(inner);
+    let mut layers = Vec::new();
+    loop {
+        let prefix = peek_bytes(&mut stream, 6)?;
+        let c = Compression::detect(&prefix);
+        let rejoined: Box<dyn Read + Send + 'a> = Box::new(Cursor::new(prefix).chain(stream));
+        if c == Compression::None || layers.len() == MAX_LAYERS {
+            return Ok((rejoined, layers));
+        }
+        layers.push(c);
+        stream = match c {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(rejoined)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(rejoined)?),
+            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(rejoined)),
+            Compression::None => unreachable!(),
+        };
+    }
+}
+
+/// A writer that compresses what it is given (or not); [`CompressedWriter::finish`] ends the
+/// compressed stream and returns the inner writer.
+pub struct CompressedWriter<W: Write> {
+    enc: Enc<W>,
+}
+
+enum Enc<W: Write> {
+    Plain(W),
+    Gzip(flate2::write::GzEncoder<W>),
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+    Xz(xz2::write::XzEncoder<W>),
+}
+
+impl<W: Write> CompressedWriter<W> {
+    /// Compresses into `inner` with `c` (zstd level 3 with a content checksum, gzip level 6,
+    /// xz preset 6; always single-threaded).
+    pub fn new(inner: W, c: Compression) -> io::Result<CompressedWriter<W>> {
+        let enc = match c {
+            Compression::None => Enc::Plain(inner),
+            Compression::Gzip => Enc::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::default())),
+            Compression::Zstd => {
+                let mut e = zstd::stream::write::Encoder::new(inner, 3)?;
+                e.include_checksum(true)?;
+                Enc::Zstd(e)
+            }
+            Compression::Xz => Enc::Xz(xz2::write::XzEncoder::new(inner, 6)),
+        };
+        Ok(CompressedWriter { enc })
+    }
+
+    /// Ends the compressed stream, flushes and returns the inner writer.
+    pub fn finish(self) -> io::Result<W> {
+        let mut w = match self.enc {
+            Enc::Plain(w) => w,
+            Enc::Gzip(e) => e.finish()?,
+            Enc::Zstd(e) => e.finish()?,
+            Enc::Xz(e) => e.finish()?,
+        };
+        w.flush()?;
+        Ok(w)
+    }
+}
+
+impl<W: Write> Write for CompressedWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.enc {
+            Enc::Plain(w) => w.write(buf),
+            Enc::Gzip(e) => e.write(buf),
+            Enc::Zstd(e) => e.write(buf),
+            Enc::Xz(e) => e.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match &mut self.enc {
+            Enc::Plain(w) => w.write_all(buf),
+            Enc::Gzip(e) => e.write_all(buf),
+            Enc::Zstd(e) => e.write_all(buf),
+            Enc::Xz(e) => e.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.enc {
+            Enc::Plain(w) => w.flush(),
+            Enc::Gzip(e) => e.flush(),
+            Enc::Zstd(e) => e.flush(),
+            Enc::Xz(e) => e.flush(),
+        }
+    }
+}
+
+fn io_err(path: &str, error: io::Error) -> TraceError {
+    TraceError::Io { source_name: path.to_string(), error }
+}
+
+/// Opens `path` (`-` for stdin) as a raw byte stream; also returns the file's length if known.
+pub fn open_input(path: &str) -> Result<(Box<dyn Read + Send>, Option<u64>), TraceError> {
+    if path == "-" {
+        return Ok((Box::new(io::stdin()), None));
+    }
+    let f = File::open(path).map_err(|e| io_err(path, e))?;
+    let len = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+    Ok((Box::new(f), len))
+}
+
+/// Creates `path` (`-` for stdout) as a buffered raw byte sink.
+pub fn create_output(path: &str) -> Result<Box<dyn Write + Send>, TraceError> {
+    if path == "-" {
+        return Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout())));
+    }
+    let f = File::create(path).map_err(|e| io_err(path, e))?;
+    Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
+}
+
+/// Strips one compression suffix (`.gz`, `.zst`, `.zstd`, `.xz`) from a lower-cased name.
+fn strip_compression(lower: &str) -> &str {
+    for s in [".gz", ".zst", ".zstd", ".xz"] {
+        if let Some(stem) = lower.strip_suffix(s) {
+            return stem;
+        }
+    }
+    lower
+}
+
+/// The format a file name implies: `*.xtr`, `*.lackey`, `*.lackey.txt`, or a name containing
+/// `.champsim` (such as `*.champsimtrace.xz`); compression suffixes are ignored.
+pub fn format_from_name(name: &str) -> Option<Format> {
+    let lower = name.to_ascii_lowercase();
+    let stem = strip_compression(&lower);
+    if stem.ends_with(".xtr") {
+        Some(Format::Xtr)
+    } else if stem.ends_with(".lackey") || stem.ends_with(".lackey.txt") {
+        Some(Format::Lackey)
+    } else if stem.contains(".champsim") {
+        Some(Format::Champsim)
+    } else {
+        None
+    }
+}
+
+/// True if `prefix` (the start of a decompressed trace) looks like lackey text: no control
+/// bytes other than tab/CR/LF, and a well-formed lackey reference among its lines.
+pub fn looks_like_lackey(prefix: &[u8]) -> bool {
+    if prefix.iter().any(|&b| b < 0x20 && b != b'\t' && b != b'\n' && b != b'\r' || b == 0x7f) {
+        return false;
+    }
+    prefix.split(|&b| b == b'\n').any(|line| super::lackey::parse_line(line).is_some_and(|r| r.is_ok()))
+}
+
+/// True if `prefix` looks like ChampSim `input_instr` records (see the module docs; `len` is
+/// the uncompressed length when known).
+pub fn looks_like_champsim(prefix: &[u8], len: Option<u64>) -> bool {
+    if len.is_some_and(|l| l == 0 || l % 64 != 0) || prefix.len() < 64 {
+        return false;
+    }
+    const LIMIT: u64 = 1 << 57;
+    prefix.chunks_exact(64).take(16).all(|r| {
+        let word = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().unwrap());
+        let ip = word(0);
+        ip != 0 && ip < LIMIT && r[8] <= 1 && r[9] <= 1 && (16..64).step_by(8).all(|i| word(i) < LIMIT)
+    })
+}
+
+/// Recognises the format of a trace named `name` whose decompressed content starts with
+/// `prefix` (see the module docs for the rules); `len` is the uncompressed length if known.
+pub fn detect_format(prefix: &[u8], name: &str, len: Option<u64>) -> Option<Format> {
+    if prefix.starts_with(super::xtr::MAGIC) {
+        return Some(Format::Xtr);
+    }
+    if looks_like_lackey(prefix) {
+        return Some(Format::Lackey);
+    }
+    if let Some(f) = format_from_name(name) {
+        return Some(f);
+    }
+    if looks_like_champsim(prefix, len) {
+        return Some(Format::Champsim);
+    }
+    if prefix.is_empty() {
+        return Some(Format::Lackey);
+    }
+    None
+}
+
+fn unknown_format(path: &str, what: &str) -> TraceError {
+    TraceError::Format {
+        source_name: path.to_string(),
+        message: format!(
+            "cannot tell the trace format {what}: expected lackey (valgrind --tool=lackey \
+             --trace-mem=yes text), xtr (xlat binary) or champsim (64-byte input_instr records); \
+             name the file *.lackey, *.xtr or *.champsim[.xz], or give the format explicitly"
+        ),
+    }
+}
+
+/// Builds a reader of `format` (detected from the content and `name` if `None`) over an already
+/// opened byte stream, undoing any compression. Returns the reader and the format used.
+pub fn reader_from_stream(
+    stream: Box<dyn Read + Send>,
+    name: &str,
+    format: Option<Format>,
+    len: Option<u64>,
+) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+    let (mut stream, layers) =
+        decompress(stream).map_err(|e| TraceError::at_offset(name, 0, format!("cannot read: {e}")))?;
+    let len = if layers.is_empty() { len } else { None };
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let prefix = peek_bytes(&mut stream, DETECT_PREFIX)
+                .map_err(|e| TraceError::at_offset(name, 0, format!("cannot read: {e}")))?;
+            let f =
+                detect_format(&prefix, name, len).ok_or_else(|| unknown_format(name, "from its content or name"))?;
+            stream = Box::new(Cursor::new(prefix).chain(stream));
+            f
+        }
+    };
+    let reader: Box<dyn TraceReader> = match format {
+        Format::Lackey => Box::new(LackeyReader::new(stream, name)),
+        Format::Xtr => Box::new(XtrReader::new(stream, name)?),
+        Format::Champsim => Box::new(ChampsimReader::new(stream, name)),
+    };
+    Ok((reader, format))
+}
+
+/// Like [`open_reader`], also returning the format that was used.
+pub fn open_reader_with_format(
+    path: &str,
+    format: Option<Format>,
+) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+    let (stream, len) = open_input(path)?;
+    reader_from_stream(stream, path, format, len)
+}
 
 /// Opens `path` (`-` for stdin) for reading. Compression (gzip, zstd, xz) is detected from the
 /// content's magic bytes; the format from `format` if given, else from the content, else the name.
-pub fn open_reader(_path: &str, _format: Option<Format>) -> Result<Box<dyn TraceReader>, TraceError> {
-    todo!()
+pub fn open_reader(path: &str, format: Option<Format>) -> Result<Box<dyn TraceReader>, TraceError> {
+    open_reader_with_format(path, format).map(|(r, _)| r)
+}
+
+/// The format an output named `path` gets when none is given.
+fn output_format(path: &str, format: Option<Format>) -> Result<Format, TraceError> {
+    format.or_else(|| format_from_name(path)).ok_or_else(|| unknown_format(path, "to write from the name"))
+}
+
+/// Builds a writer of `format` over an already created byte sink; `compression` as in
+/// [`create_writer`] (xtr uses zstd when given [`Compression::None`]).
+pub fn writer_to_sink(
+    sink: Box<dyn Write + Send>,
+    name: &str,
+    format: Format,
+    compression: Compression,
+) -> Result<Box<dyn TraceWriter>, TraceError> {
+    Ok(match format {
+        Format::Lackey => Box::new(LackeyWriter::new(sink, name, compression)?),
+        Format::Champsim => Box::new(ChampsimWriter::new(sink, name, compression)?),
+        Format::Xtr => {
+            let compression = match compression {
+                Compression::None => Compression::Zstd,
+                c => c,
+            };
+            let opts = XtrOptions { compression, ..XtrOptions::default() };
+            Box::new(XtrWriter::with_options(sink, name, opts)?)
+        }
+    })
 }
 
 /// Creates `path` (`-` for stdout) for writing in `format` (default: inferred from the name);
 /// compression follows the name's suffix (`.gz`, `.zst`, `.xz`; `.xtr` is zstd-compressed inside).
-pub fn create_writer(_path: &str, _format: Option<Format>) -> Result<Box<dyn TraceWriter>, TraceError> {
-    todo!()
+pub fn create_writer(path: &str, format: Option<Format>) -> Result<Box<dyn TraceWriter>, TraceError> {
+    let format = output_format(path, format)?;
+    let sink = create_output(path)?;
+    writer_to_sink(sink, path, format, Compression::from_name(path))
+}
+
+/// What [`convert`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvertStats {
+    /// Input format (given or detected).
+    pub from: Format,
+    /// Output format.
+    pub to: Format,
+    /// Records read.
+    pub records: u64,
+    /// Of which memory accesses.
+    pub accesses: u64,
+    /// Of which events (every non-access record).
+    pub events: u64,
+    /// Events the output format cannot represent and that were dropped (all events for lackey
+    /// and champsim output, none for xtr).
+    pub dropped_events: u64,
+    /// The reader's final counters (bytes read, lines skipped).
+    pub input: ReaderStats,
+}
+
+/// Copies the trace `input` to `output` (`-` for stdin / stdout), converting formats.
+///
+/// `from` defaults to detection as in [`open_reader`], `to` to the output name as in
+/// [`create_writer`]. Lossy conversions are described in `docs/trace-format.md`.
+pub fn convert(
+    input: &str,
+    output: &str,
+    from: Option<Format>,
+    to: Option<Format>,
+) -> Result<ConvertStats, TraceError> {
+    if input != "-" && output != "-" {
+        if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+            if a == b {
+                return Err(TraceError::Format {
+                    source_name: output.to_string(),
+                    message: "output is the same file as the input".to_string(),
+                });
+            }
+        }
+    }
+    let to = output_format(output, to)?;
+    let (mut reader, from) = open_reader_with_format(input, from)?;
+    let mut writer = create_writer(output, Some(to))?;
+    let mut stats =
+        ConvertStats { from, to, records: 0, accesses: 0, events: 0, dropped_events: 0, input: ReaderStats::default() };
+    let mut batch = Vec::with_capacity(BATCH);
+    while reader.read_batch(&mut batch, BATCH)? > 0 {
+        let accesses = batch.iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+        stats.records += batch.len() as u64;
+        stats.accesses += accesses;
+        stats.events += batch.len() as u64 - accesses;
+        writer.write(&batch)?;
+    }
+    writer.finish()?;
+    if to != Format::Xtr {
+        stats.dropped_events = stats.events;
+    }
+    stats.input = reader.stats();
+    Ok(stats)
 }

@@ -1,1 +1,843 @@
-//! xtr (stub: to be implemented).
+//! xlat's own binary trace format, `.xtr` (specified in `docs/trace-format.md`).
+//!
+//! In brief, the (decompressed) stream is:
+//!
+//! ```text
+//! header   "XTR\0"  version:u16le  flags:u16le  fields_len:u32le  fields (key/value strings)
+//! records  tag byte + payload, repeated
+//! trailer  0xff  record_count:varint        (then end of data)
+//! ```
+//!
+//! Access records (tag `0..=0x7f`) pack the kind (bits 0-1), a delta code (bits 2-5) and an
+//! "explicit size" flag (bit 6) into the tag. The delta code gives the sign and the byte length
+//! (0 to 8) of the difference between this address and the previous address of the same kind;
+//! those bytes follow the tag little-endian, then (if bit 6 is set) the size as one byte, or
+//! `0` and a `u32le` for sizes above 255. Without bit 6 the size repeats the previous size of
+//! that kind. Decoding therefore needs one table lookup and one unaligned 8-byte load per
+//! access, with no loop over varint bytes.
+//!
+//! Event records (`0x80..=0x87`) carry LEB128 varints; `0xfe` is a skippable extension record;
+//! `0xff` ends the trace with the number of records, so a truncated file is an error.
+//! Files are zstd-compressed by default; readers also accept raw streams.
+
+use std::io::{self, Read, Write};
+
+use super::open::{CompressedWriter, Compression};
+use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
+
+/// The four bytes every xtr stream starts with.
+pub const MAGIC: &[u8; 4] = b"XTR\0";
+/// The version this code writes.
+pub const VERSION: u16 = 1;
+/// The versions this code reads.
+pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+/// The record encoding this code reads and writes (header key `encoding`).
+pub const ENCODING: &str = "delta1";
+/// Longest header field block accepted (bytes).
+pub const MAX_HEADER_FIELDS: usize = 1 << 16;
+
+/// Record tags.
+pub mod tag {
+    /// Largest access tag; access tags are `0..=ACCESS_MAX`.
+    pub const ACCESS_MAX: u8 = 0x7f;
+    /// `Record::Process { asid }`: varint asid.
+    pub const PROCESS: u8 = 0x80;
+    /// `Record::ContextSwitch { asid }`: varint asid.
+    pub const CONTEXT_SWITCH: u8 = 0x81;
+    /// `Record::Map { start, len, flags }`: three varints.
+    pub const MAP: u8 = 0x82;
+    /// `Record::Unmap { start, len }`: two varints.
+    pub const UNMAP: u8 = 0x83;
+    /// `Record::Fork { child }`: varint child.
+    pub const FORK: u8 = 0x84;
+    /// `Record::Exit { asid }`: varint asid.
+    pub const EXIT: u8 = 0x85;
+    /// `Record::Ipc { to }`: varint to.
+    pub const IPC: u8 = 0x86;
+    /// `Record::Marker { id }`: varint id.
+    pub const MARKER: u8 = 0x87;
+    /// Extension record: varint type, varint length, that many payload bytes. Readers that do
+    /// not know the type skip it (counted in `ReaderStats::skipped`).
+    pub const EXTENSION: u8 = 0xfe;
+    /// End of trace: varint number of records (accesses and events) before it.
+    pub const END: u8 = 0xff;
+}
+
+/// Bit 6 of an access tag: an explicit size follows the delta.
+const SIZE_FLAG: u8 = 0x40;
+
+/// Per delta code (tag bits 2-5): (byte length, mask of those bytes, negate?).
+/// Code 0: delta 0; 1..=8: positive, that many bytes; 9..=15: negative, 1..=7 bytes.
+static DELTA: [(u64, u64); 16] = {
+    let mut t = [(0u64, 0u64); 16];
+    let mut c = 1;
+    while c < 16 {
+        let len = if c <= 8 { c } else { c - 8 };
+        let mask = if len == 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+        t[c] = (mask, if c > 8 { u64::MAX } else { 0 });
+        c += 1;
+    }
+    t
+};
+static DELTA_LEN: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7];
+
+/// The decoded header of an xtr stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XtrHeader {
+    /// Format version.
+    pub version: u16,
+    /// Record encoding (`delta1`).
+    pub encoding: String,
+    /// What wrote the file (header key `producer`), empty if absent.
+    pub producer: String,
+    /// Base page size hint in bytes (header key `page_size`), if present.
+    pub page_size: Option<u64>,
+    /// Every other header field, in file order.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// How an [`XtrWriter`] writes.
+#[derive(Clone, Debug)]
+pub struct XtrOptions {
+    /// Compression around the stream (default zstd level 3).
+    pub compression: Compression,
+    /// Header `producer` value.
+    pub producer: String,
+    /// Header `page_size` value (omitted if `None`).
+    pub page_size: Option<u64>,
+    /// Further header fields. Keys must be non-empty and differ from `encoding`, `producer`
+    /// and `page_size`.
+    pub metadata: Vec<(String, String)>,
+}
+
+impl Default for XtrOptions {
+    fn default() -> XtrOptions {
+        XtrOptions {
+            compression: Compression::Zstd,
+            producer: concat!("xlat ", env!("CARGO_PKG_VERSION")).to_string(),
+            page_size: Some(4096),
+            metadata: Vec::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Varints
+
+#[inline]
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Reads a LEB128 varint at `*p` (at most 10 bytes); bytes past the slice read as 0.
+#[inline]
+fn get_varint(b: &[u8], p: &mut usize) -> Result<u64, &'static str> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let byte = b.get(*p).copied().unwrap_or(0);
+        *p += 1;
+        if i == 9 && byte > 1 {
+            return Err("varint overflows 64 bits");
+        }
+        v |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err("varint longer than 10 bytes")
+}
+
+#[inline]
+fn get_u32(b: &[u8], p: &mut usize) -> Result<u32, &'static str> {
+    let v = get_varint(b, p)?;
+    u32::try_from(v).map_err(|_| "value does not fit 32 bits")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+/// Buffer size.
+const CAP: usize = 1 << 18;
+/// Zero bytes kept after the valid data so that decoding never indexes out of the buffer.
+const PAD: usize = 32;
+/// Longest record the fast loop decodes (events: tag + 3 varints of up to 10 bytes).
+const MARGIN: usize = 32;
+
+enum Stop {
+    /// Reached the batch size or the end of the safe region.
+    Limit,
+    /// A tag the fast loop does not handle (extension, end, unknown).
+    Special,
+    /// A malformed record, and how many of its bytes were looked at.
+    Bad(&'static str, usize),
+}
+
+#[inline(never)]
+fn decode_event(w: &[u8], tag: u8) -> Result<(Record, usize), (&'static str, usize)> {
+    let mut p = 1;
+    let rec = (|| -> Result<Record, &'static str> {
+        Ok(match tag {
+            tag::PROCESS => Record::Process { asid: get_u32(w, &mut p)? },
+            tag::CONTEXT_SWITCH => Record::ContextSwitch { asid: get_u32(w, &mut p)? },
+            tag::MAP => {
+                Record::Map { start: get_varint(w, &mut p)?, len: get_varint(w, &mut p)?, flags: get_u32(w, &mut p)? }
+            }
+            tag::UNMAP => Record::Unmap { start: get_varint(w, &mut p)?, len: get_varint(w, &mut p)? },
+            tag::FORK => Record::Fork { child: get_u32(w, &mut p)? },
+            tag::EXIT => Record::Exit { asid: get_u32(w, &mut p)? },
+            tag::IPC => Record::Ipc { to: get_u32(w, &mut p)? },
+            _ => Record::Marker { id: get_varint(w, &mut p)? },
+        })
+    })()
+    .map_err(|m| (m, p))?;
+    Ok((rec, p))
+}
+
+/// Records decoded into a stack chunk before being appended to the output in one copy.
+const CHUNK: usize = 128;
+
+/// Total length (tag, delta bytes, size byte) of an access record, by tag; the escaped size
+/// (size byte 0) adds 4.
+static ACCESS_LEN: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut tag = 0;
+    while tag < 128 {
+        t[tag] = 1 + DELTA_LEN[(tag >> 2) & 15] + (tag >> 6) as u8;
+        tag += 1;
+    }
+    t
+};
+
+/// Decodes records from `buf[pos..]` while `pos < limit` and `out` has fewer than `max`.
+/// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last
+/// record looked at, and why it stopped.
+#[inline(always)]
+fn decode_run(
+    buf: &[u8],
+    mut pos: usize,
+    limit: usize,
+    last_addr: &mut [u64; 4],
+    last_size: &mut [u32; 4],
+    out: &mut Vec<Record>,
+    max: usize,
+) -> (usize, usize, Stop) {
+    let mut la = *last_addr;
+    // sizes[k]: previous size of kind k; sizes[4 + k]: the explicit size byte just read. The
+    // size is picked by indexing rather than by a branch, which would mispredict on traces
+    // whose sizes vary (x86 instruction fetches).
+    let mut sizes = [0u32; 8];
+    sizes[..4].copy_from_slice(last_size);
+    let mut start = pos;
+    let mut chunk = [Record::Marker { id: 0 }; CHUNK];
+    let stop = 'outer: loop {
+        let want = (max - out.len()).min(CHUNK);
+        if want == 0 || pos >= limit {
+            break Stop::Limit;
+        }
+        let mut i = 0;
+        while i < want && pos < limit {
+            start = pos;
+            let w: &[u8; 16] = buf[pos..pos + 16].try_into().unwrap();
+            let t = w[0];
+            if t <= tag::ACCESS_MAX {
+                let k = (t & 3) as usize;
+                let dc = ((t >> 2) & 15) as usize;
+                let (mask, neg) = DELTA[dc];
+                let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & mask;
+                let addr = la[k].wrapping_add((raw ^ neg).wrapping_sub(neg));
+                la[k] = addr;
+                let mut n = ACCESS_LEN[t as usize] as usize;
+                sizes[4 + k] = w[(n - 1) & 15] as u32;
+                let mut size = sizes[k + 4 * (t >> 6) as usize];
+                if size == 0 {
+                    size = u32::from_le_bytes(w[n & 15..][..4].try_into().unwrap());
+                    n += 4;
+                    if size == 0 {
+                        out.extend_from_slice(&chunk[..i]);
+                        break 'outer Stop::Bad("access of size 0", n);
+                    }
+                }
+                sizes[k] = size;
+                chunk[i] = Record::Access { kind: Kind::ALL[k], size, addr };
+                pos += n;
+            } else if t <= tag::MARKER {
+                match decode_event(&buf[pos..pos + MARGIN], t) {
+                    Ok((rec, n)) => {
+                        chunk[i] = rec;
+                        pos += n;
+                    }
+                    Err((m, n)) => {
+                        out.extend_from_slice(&chunk[..i]);
+                        break 'outer Stop::Bad(m, n);
+                    }
+                }
+            } else {
+                out.extend_from_slice(&chunk[..i]);
+                break 'outer Stop::Special;
+            }
+            i += 1;
+        }
+        out.extend_from_slice(&chunk[..i]);
+    };
+    *last_addr = la;
+    last_size.copy_from_slice(&sizes[..4]);
+    (pos, start, stop)
+}
+
+/// Streaming reader of xtr (the stream given must already be decompressed; see
+/// [`super::open::decompress`]).
+pub struct XtrReader<R> {
+    inner: R,
+    name: String,
+    header: XtrHeader,
+    /// `CAP + PAD` bytes; `buf[end..end + PAD]` is always zero.
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+    /// The end record was read and checked.
+    done: bool,
+    last_addr: [u64; 4],
+    last_size: [u32; 4],
+    records: u64,
+    skipped: u64,
+}
+
+fn utf8(b: &[u8]) -> Option<String> {
+    std::str::from_utf8(b).ok().map(str::to_string)
+}
+
+impl<R: Read> XtrReader<R> {
+    /// Reads and checks the header of the xtr stream `inner`; `name` is used in errors.
+    pub fn new(inner: R, name: &str) -> Result<XtrReader<R>, TraceError> {
+        let mut r = XtrReader {
+            inner,
+            name: name.to_string(),
+            header: XtrHeader {
+                version: 0,
+                encoding: String::new(),
+                producer: String::new(),
+                page_size: None,
+                metadata: Vec::new(),
+            },
+            buf: vec![0u8; CAP + PAD].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            done: false,
+            last_addr: [0; 4],
+            last_size: [1; 4],
+            records: 0,
+            skipped: 0,
+        };
+        r.refill()?;
+        r.header = r.parse_header()?;
+        Ok(r)
+    }
+
+    /// The stream's header.
+    pub fn header(&self) -> &XtrHeader {
+        &self.header
+    }
+
+    fn err(&self, offset: u64, msg: impl std::fmt::Display) -> TraceError {
+        TraceError::at_offset(&self.name, offset, msg)
+    }
+
+    fn parse_header(&mut self) -> Result<XtrHeader, TraceError> {
+        let b = &self.buf[..self.end];
+        if b.is_empty() {
+            return Err(self.err(0, "empty input: expected an xtr header (magic \"XTR\\0\")"));
+        }
+        let have = b.len().min(4);
+        if b[..have] != MAGIC[..have] {
+            return Err(self.err(
+                0,
+                format!(
+                    "not an xtr trace: starts with {:02x?}, expected the magic 58 54 52 00 (\"XTR\\0\")",
+                    &b[..have]
+                ),
+            ));
+        }
+        if b.len() < 12 {
+            return Err(
+                self.err(b.len() as u64, "truncated xtr header: expected 12 bytes of magic, version, flags and length")
+            );
+        }
+        let version = u16::from_le_bytes([b[4], b[5]]);
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Err(
+                self.err(4, format!("unsupported xtr version {version}; this reader supports version {VERSION}"))
+            );
+        }
+        let flags = u16::from_le_bytes([b[6], b[7]]);
+        if flags != 0 {
+            return Err(self.err(6, format!("unknown xtr header flags {flags:#06x}; version {version} defines none")));
+        }
+        let flen = u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+        if flen > MAX_HEADER_FIELDS {
+            return Err(self.err(8, format!("header fields of {flen} bytes exceed the limit of {MAX_HEADER_FIELDS}")));
+        }
+        if b.len() < 12 + flen {
+            return Err(
+                self.err(b.len() as u64, format!("truncated xtr header: expected {flen} bytes of header fields"))
+            );
+        }
+        let fields = &b[12..12 + flen];
+        let mut h = XtrHeader {
+            version,
+            encoding: String::new(),
+            producer: String::new(),
+            page_size: None,
+            metadata: Vec::new(),
+        };
+        let mut seen: Vec<String> = Vec::new();
+        let mut p = 0;
+        while p < fields.len() {
+            let at = 12 + p as u64;
+            let take = |p: &mut usize| -> Result<String, String> {
+                let n = get_varint(fields, p).map_err(str::to_string)? as usize;
+                let s = fields
+                    .get(*p..p.saturating_add(n))
+                    .ok_or_else(|| "header field runs past the header length".to_string())?;
+                *p += n;
+                utf8(s).ok_or_else(|| "header field is not UTF-8".to_string())
+            };
+            let key = take(&mut p).map_err(|m| self.err(at, m))?;
+            let value = take(&mut p).map_err(|m| self.err(at, m))?;
+            if key.is_empty() || seen.contains(&key) {
+                return Err(self.err(at, format!("empty or repeated header key {key:?}")));
+            }
+            seen.push(key.clone());
+            match key.as_str() {
+                "encoding" => h.encoding = value,
+                "producer" => h.producer = value,
+                "page_size" => {
+                    h.page_size = Some(
+                        value
+                            .parse()
+                            .map_err(|_| self.err(at, format!("page_size {value:?} is not a number of bytes")))?,
+                    )
+                }
+                _ => h.metadata.push((key, value)),
+            }
+        }
+        if h.encoding != ENCODING {
+            return Err(self
+                .err(12, format!("unknown xtr record encoding {:?}; this reader supports {ENCODING:?}", h.encoding)));
+        }
+        self.pos = 12 + flen;
+        Ok(h)
+    }
+
+    /// Moves the unread bytes to the front and reads until the buffer is full or the input ends.
+    #[inline(never)]
+    fn refill(&mut self) -> Result<(), TraceError> {
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.base += self.pos as u64;
+        self.end -= self.pos;
+        self.pos = 0;
+        while self.end < CAP && !self.eof {
+            match self.inner.read(&mut self.buf[self.end..CAP]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let off = self.base + self.end as u64;
+                    return Err(self.err(off, format!("cannot read: {e}")));
+                }
+            }
+        }
+        self.buf[self.end..self.end + PAD].fill(0);
+        Ok(())
+    }
+
+    fn truncated(&self, offset: u64) -> TraceError {
+        self.err(offset, "truncated xtr trace: the data ends inside a record or before the end-of-trace record")
+    }
+
+    /// Makes at least `n` bytes available at `pos` unless the input ends first.
+    fn want(&mut self, n: usize) -> Result<(), TraceError> {
+        if self.end - self.pos < n && !self.eof {
+            self.refill()?;
+        }
+        Ok(())
+    }
+
+    /// Handles an extension, end or unknown tag at `pos`.
+    #[inline(never)]
+    fn special(&mut self) -> Result<(), TraceError> {
+        self.want(MARGIN)?;
+        let start = self.pos;
+        let off = self.base + start as u64;
+        let t = self.buf[start];
+        let mut p = start + 1;
+        match t {
+            tag::EXTENSION => {
+                let _ty = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                let len = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                if p > self.end {
+                    return Err(self.truncated(off));
+                }
+                self.pos = p;
+                let mut left = len;
+                while left > 0 {
+                    if self.pos == self.end {
+                        self.refill()?;
+                        if self.pos == self.end {
+                            return Err(self.truncated(off));
+                        }
+                    }
+                    let n = left.min((self.end - self.pos) as u64);
+                    self.pos += n as usize;
+                    left -= n;
+                }
+                self.skipped += 1;
+                Ok(())
+            }
+            tag::END => {
+                let count = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                if p > self.end {
+                    return Err(self.truncated(off));
+                }
+                if count != self.records {
+                    return Err(self.err(
+                        off,
+                        format!("end-of-trace record counts {count} records but {} were read", self.records),
+                    ));
+                }
+                self.pos = p;
+                self.want(1)?;
+                if self.pos < self.end {
+                    return Err(self.err(self.base + self.pos as u64, "data after the end-of-trace record"));
+                }
+                self.done = true;
+                Ok(())
+            }
+            _ => Err(self.err(
+                off,
+                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x87, 0xfe, 0xff)"),
+            )),
+        }
+    }
+}
+
+impl<R: Read + Send> TraceReader for XtrReader<R> {
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
+        out.clear();
+        let max = max.max(1);
+        out.reserve(max);
+        while !self.done && out.len() < max {
+            if self.end - self.pos < MARGIN && !self.eof {
+                self.refill()?;
+            }
+            if self.pos >= self.end {
+                return Err(self.truncated(self.base + self.end as u64));
+            }
+            let limit = if self.eof { self.end } else { self.end - MARGIN + 1 };
+            let before = out.len();
+            let (pos, start, stop) =
+                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, max);
+            self.pos = pos;
+            self.records += (out.len() - before) as u64;
+            if pos > self.end {
+                return Err(self.truncated(self.base + start as u64));
+            }
+            match stop {
+                Stop::Limit => {}
+                Stop::Special => {
+                    self.pos = start;
+                    self.special()?;
+                }
+                Stop::Bad(m, n) => {
+                    let off = self.base + start as u64;
+                    if start + n > self.end {
+                        return Err(self.truncated(off));
+                    }
+                    return Err(self.err(off, format!("corrupt record: {m}")));
+                }
+            }
+        }
+        Ok(out.len())
+    }
+
+    fn stats(&self) -> ReaderStats {
+        ReaderStats { bytes: self.base + self.pos as u64, records: self.records, skipped: self.skipped }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+/// Writes xtr (zstd-compressed unless the options say otherwise).
+///
+/// The end-of-trace record is written by [`TraceWriter::finish`] /
+/// [`XtrWriter::finish_into_inner`]; a writer dropped without finishing leaves a file that
+/// readers reject as truncated.
+pub struct XtrWriter<W: Write> {
+    out: CompressedWriter<W>,
+    name: String,
+    buf: Vec<u8>,
+    last_addr: [u64; 4],
+    last_size: [u32; 4],
+    records: u64,
+}
+
+const FLUSH_AT: usize = 1 << 16;
+
+#[inline(always)]
+fn byte_len(v: u64) -> usize {
+    ((71 - v.leading_zeros()) / 8) as usize
+}
+
+/// Appends the encoding of one access.
+#[inline(always)]
+fn encode_access(buf: &mut Vec<u8>, la: &mut [u64; 4], ls: &mut [u32; 4], kind: Kind, size: u32, addr: u64) {
+    let k = kind as usize;
+    let delta = addr.wrapping_sub(la[k]);
+    la[k] = addr;
+    let mag = delta.wrapping_neg();
+    let (code, bytes, len) = if (delta as i64) < 0 && mag < 1 << 56 {
+        let len = byte_len(mag);
+        (8 + len, mag, len)
+    } else {
+        let len = byte_len(delta);
+        (len, delta, len)
+    };
+    let explicit = size != ls[k];
+    ls[k] = size;
+    buf.push(k as u8 | (code as u8) << 2 | if explicit { SIZE_FLAG } else { 0 });
+    buf.extend_from_slice(&bytes.to_le_bytes()[..len]);
+    if explicit {
+        if size <= 255 {
+            buf.push(size as u8);
+        } else {
+            buf.push(0);
+            buf.extend_from_slice(&size.to_le_bytes());
+        }
+    }
+}
+
+fn encode_event(buf: &mut Vec<u8>, r: &Record) {
+    match *r {
+        Record::Access { .. } => unreachable!(),
+        Record::Process { asid } => {
+            buf.push(tag::PROCESS);
+            put_varint(buf, asid as u64);
+        }
+        Record::ContextSwitch { asid } => {
+            buf.push(tag::CONTEXT_SWITCH);
+            put_varint(buf, asid as u64);
+        }
+        Record::Map { start, len, flags } => {
+            buf.push(tag::MAP);
+            put_varint(buf, start);
+            put_varint(buf, len);
+            put_varint(buf, flags as u64);
+        }
+        Record::Unmap { start, len } => {
+            buf.push(tag::UNMAP);
+            put_varint(buf, start);
+            put_varint(buf, len);
+        }
+        Record::Fork { child } => {
+            buf.push(tag::FORK);
+            put_varint(buf, child as u64);
+        }
+        Record::Exit { asid } => {
+            buf.push(tag::EXIT);
+            put_varint(buf, asid as u64);
+        }
+        Record::Ipc { to } => {
+            buf.push(tag::IPC);
+            put_varint(buf, to as u64);
+        }
+        Record::Marker { id } => {
+            buf.push(tag::MARKER);
+            put_varint(buf, id);
+        }
+    }
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    put_varint(buf, s.len() as u64);
+    buf.extend_from_slice(s.as_bytes());
+}
+
+impl<W: Write> XtrWriter<W> {
+    /// Writes a zstd-compressed xtr stream with default options to `inner`.
+    pub fn new(inner: W, name: &str) -> Result<XtrWriter<W>, TraceError> {
+        XtrWriter::with_options(inner, name, XtrOptions::default())
+    }
+
+    /// Writes an xtr stream to `inner` as `opts` say; `name` is used in errors.
+    pub fn with_options(inner: W, name: &str, opts: XtrOptions) -> Result<XtrWriter<W>, TraceError> {
+        let mut fields = Vec::new();
+        put_str(&mut fields, "encoding");
+        put_str(&mut fields, ENCODING);
+        put_str(&mut fields, "producer");
+        put_str(&mut fields, &opts.producer);
+        if let Some(ps) = opts.page_size {
+            put_str(&mut fields, "page_size");
+            put_str(&mut fields, &ps.to_string());
+        }
+        let mut keys = vec!["encoding", "producer", "page_size"];
+        for (k, v) in &opts.metadata {
+            if k.is_empty() || keys.contains(&k.as_str()) {
+                return Err(TraceError::Format {
+                    source_name: name.to_string(),
+                    message: format!("xtr metadata key {k:?} is empty, reserved or repeated"),
+                });
+            }
+            keys.push(k);
+            put_str(&mut fields, k);
+            put_str(&mut fields, v);
+        }
+        if fields.len() > MAX_HEADER_FIELDS {
+            return Err(TraceError::Format {
+                source_name: name.to_string(),
+                message: format!("xtr header fields exceed {MAX_HEADER_FIELDS} bytes"),
+            });
+        }
+        let mut buf = Vec::with_capacity(FLUSH_AT + 64 + fields.len());
+        buf.extend_from_slice(MAGIC);
+        buf.extend_from_slice(&VERSION.to_le_bytes());
+        buf.extend_from_slice(&0u16.to_le_bytes());
+        buf.extend_from_slice(&(fields.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&fields);
+        let out = CompressedWriter::new(inner, opts.compression)
+            .map_err(|e| TraceError::Io { source_name: name.to_string(), error: e })?;
+        Ok(XtrWriter { out, name: name.to_string(), buf, last_addr: [0; 4], last_size: [1; 4], records: 0 })
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Writes an extension record of type `ty` (skipped by readers that do not know it).
+    pub fn write_extension(&mut self, ty: u64, payload: &[u8]) -> Result<(), TraceError> {
+        self.buf.push(tag::EXTENSION);
+        put_varint(&mut self.buf, ty);
+        put_varint(&mut self.buf, payload.len() as u64);
+        self.buf.extend_from_slice(payload);
+        self.flush_if_full()
+    }
+
+    fn flush_buf(&mut self) -> Result<(), TraceError> {
+        if let Err(e) = self.out.write_all(&self.buf) {
+            return Err(TraceError::Io { source_name: self.name.clone(), error: e });
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    #[inline]
+    fn flush_if_full(&mut self) -> Result<(), TraceError> {
+        if self.buf.len() >= FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the end-of-trace record, ends the compression and returns the inner writer.
+    pub fn finish_into_inner(mut self) -> Result<W, TraceError> {
+        self.buf.push(tag::END);
+        put_varint(&mut self.buf, self.records);
+        self.flush_buf()?;
+        let name = self.name;
+        self.out.finish().map_err(|e| TraceError::Io { source_name: name, error: e })
+    }
+}
+
+impl<W: Write> TraceWriter for XtrWriter<W> {
+    fn write(&mut self, records: &[Record]) -> Result<(), TraceError> {
+        for chunk in records.chunks(1024) {
+            self.buf.reserve(chunk.len() * MARGIN);
+            for r in chunk {
+                match *r {
+                    Record::Access { kind, size, addr } => {
+                        encode_access(&mut self.buf, &mut self.last_addr, &mut self.last_size, kind, size, addr)
+                    }
+                    ref ev => encode_event(&mut self.buf, ev),
+                }
+            }
+            self.records += chunk.len() as u64;
+            self.flush_if_full()?;
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), TraceError> {
+        self.finish_into_inner().map(|_| ())
+    }
+}
+
+/// Encodes `records` as a complete xtr stream in memory (`compression` around it).
+pub fn encode_to_vec(records: &[Record], compression: Compression) -> Result<Vec<u8>, TraceError> {
+    let opts = XtrOptions { compression, ..XtrOptions::default() };
+    let mut w = XtrWriter::with_options(Vec::new(), "<memory>", opts)?;
+    w.write(records)?;
+    w.finish_into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(bytes: &[u8]) -> Result<Vec<Record>, TraceError> {
+        let (s, _) = super::super::open::decompress(bytes).unwrap();
+        let mut r = XtrReader::new(s, "t")?;
+        let mut all = Vec::new();
+        let mut b = Vec::new();
+        while r.read_batch(&mut b, 5)? > 0 {
+            all.extend_from_slice(&b);
+        }
+        Ok(all)
+    }
+
+    #[test]
+    fn delta_codes() {
+        let recs: Vec<Record> = [0u64, 1, 0, u64::MAX, 1 << 56, (1 << 56) + 1, 0, 1 << 63, 255, 256]
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| Record::Access { kind: Kind::ALL[i % 4], size: [1, 8, 255, 256, u32::MAX][i % 5], addr: a })
+            .collect();
+        for c in [Compression::None, Compression::Zstd] {
+            assert_eq!(decode(&encode_to_vec(&recs, c).unwrap()).unwrap(), recs);
+        }
+    }
+
+    #[test]
+    fn sequential_ifetch_is_two_bytes() {
+        let recs: Vec<Record> =
+            (0..100).map(|i| Record::Access { kind: Kind::Ifetch, size: 4, addr: 0x1000 + 4 * i }).collect();
+        let raw = encode_to_vec(&recs, Compression::None).unwrap();
+        let header = 12 + raw[8] as usize;
+        // first record: tag, 2 delta bytes, size byte; then 2 bytes each; then END + varint.
+        assert_eq!(raw.len(), header + 4 + 99 * 2 + 2);
+    }
+
+    #[test]
+    fn extension_records_are_skipped() {
+        let mut w = XtrWriter::with_options(
+            Vec::new(),
+            "t",
+            XtrOptions { compression: Compression::None, ..XtrOptions::default() },
+        )
+        .unwrap();
+        let a = Record::Access { kind: Kind::Load, size: 8, addr: 42 };
+        w.write(&[a]).unwrap();
+        w.write_extension(7, &vec![0xab; 300_000]).unwrap();
+        w.write(&[a]).unwrap();
+        let bytes = w.finish_into_inner().unwrap();
+        assert_eq!(decode(&bytes).unwrap(), vec![a, a]);
+    }
+}

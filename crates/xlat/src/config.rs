@@ -1,0 +1,360 @@
+//! Configurations: TOML files and built-in presets.
+//!
+//! Two stages, as everywhere in xlat: serde structs mirror the TOML exactly (unknown keys are
+//! rejected), then [`Config::validate`] checks every value and [`crate::engine::System::new`]
+//! builds the components. Every error names the file and the key.
+
+use crate::cost::CostConfig;
+use crate::os::OsConfig;
+use crate::pt::{PageTableConfig, ParamError};
+use crate::tlb::Policy;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Which references a TLB structure serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Serves {
+    /// Instruction fetches and data alike.
+    #[default]
+    Unified,
+    /// Loads, stores and modifies.
+    Data,
+    /// Instruction fetches.
+    Instruction,
+}
+
+impl Serves {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Serves::Unified => "unified",
+            Serves::Data => "data",
+            Serves::Instruction => "instruction",
+        }
+    }
+}
+
+/// How TLB entries of different processes are kept apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AsidMode {
+    /// Entries are tagged with the ASID; nothing is flushed on a switch.
+    #[default]
+    Tagged,
+    /// Every switch to another process flushes all non-global entries.
+    Flush,
+}
+
+/// One `[[tlb]]` structure.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    /// Name in reports ("L1", "L1D", "STLB", ...).
+    pub name: String,
+    /// Entries (> 0; need not be a power of two).
+    pub entries: u32,
+    /// Ways per set (must divide `entries`); default: `entries` (fully associative).
+    #[serde(default)]
+    pub ways: Option<u32>,
+    /// Replacement policy (default lru).
+    #[serde(default)]
+    pub policy: Policy,
+    /// Level in the hierarchy, 1 = closest to the core (default 1).
+    #[serde(default = "one")]
+    pub level: u32,
+    /// What it serves (default unified).
+    #[serde(default)]
+    pub serves: Serves,
+    /// Cycles per lookup in this structure, hit or miss (default 1).
+    #[serde(default = "one_u64")]
+    pub latency: u64,
+    /// Entries of `entries` reserved for page-table translations (a linear table's upper
+    /// levels; bala94's wired L2 entries); they form a separate fully associative partition.
+    #[serde(default)]
+    pub reserved: u32,
+    /// Replacement policy of the reserved partition (default lru).
+    #[serde(default)]
+    pub reserved_policy: Policy,
+    /// Seed of the random policy (default 1).
+    #[serde(default = "one_u64")]
+    pub seed: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+fn page_4k() -> u64 {
+    4096
+}
+
+/// A whole configuration: one simulated design.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Name in reports.
+    pub name: String,
+    /// What this design is (presets: the machine).
+    #[serde(default)]
+    pub description: String,
+    /// Where its parameters come from (presets: a citation).
+    #[serde(default)]
+    pub source: String,
+    /// Base page size in bytes (power of two, default 4096).
+    #[serde(default = "page_4k")]
+    pub page_size: u64,
+    /// ASID tagging or flush on switch.
+    #[serde(default)]
+    pub asid: AsidMode,
+    /// TLB structures.
+    pub tlb: Vec<TlbConfig>,
+    /// The page table.
+    #[serde(default)]
+    pub page_table: PageTableConfig,
+    /// The OS model.
+    #[serde(default)]
+    pub os: OsConfig,
+    /// The cycle model.
+    #[serde(default)]
+    pub cost: CostConfig,
+}
+
+/// A config that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{file}: {error}")]
+    Io {
+        /// The file.
+        file: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// TOML syntax or an unknown/mistyped key.
+    #[error("{file}: line {line}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// 1-based line of the offending key or value.
+        line: usize,
+        /// What was wrong (names the key).
+        message: String,
+    },
+    /// A value that cannot be simulated.
+    #[error("{file}: {error}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The key and what is expected.
+        error: ParamError,
+    },
+    /// No preset of that name.
+    #[error("unknown preset '{0}'; `xlat presets` lists them")]
+    UnknownPreset(String),
+}
+
+/// Built-in presets: (name, TOML source). Each file in `configs/` documents its source.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("mips-r3000", include_str!("../../../configs/mips-r3000.toml")),
+    ("itanium2", include_str!("../../../configs/itanium2.toml")),
+    ("pa-8000", include_str!("../../../configs/pa-8000.toml")),
+    ("ultrasparc", include_str!("../../../configs/ultrasparc.toml")),
+    ("x86-64", include_str!("../../../configs/x86-64.toml")),
+    ("x86-64-5level", include_str!("../../../configs/x86-64-5level.toml")),
+];
+
+impl Config {
+    /// Parses and validates TOML text; `file` names it in errors.
+    pub fn from_toml(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(1);
+            let at = e.span().map(|s| section_at(text, s.start)).unwrap_or_default();
+            let msg = e.message().trim().replace('\n', " ");
+            ConfigError::Parse {
+                file: file.to_string(),
+                line: if e.span().is_some_and(|s| text[..s.start.min(text.len())].ends_with('\n')) {
+                    line + 1
+                } else {
+                    line
+                },
+                message: if at.is_empty() { msg } else { format!("in {at}: {msg}") },
+            }
+        })?;
+        cfg.validate().map_err(|error| ConfigError::Invalid { file: file.to_string(), error })?;
+        Ok(cfg)
+    }
+
+    /// Reads, parses and validates a config file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io { file: file.clone(), error })?;
+        Config::from_toml(&text, &file)
+    }
+
+    /// A built-in preset by name.
+    pub fn preset(name: &str) -> Result<Config, ConfigError> {
+        let (n, text) =
+            PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::UnknownPreset(name.to_string()))?;
+        Config::from_toml(text, &format!("preset {n}"))
+    }
+
+    /// Checks every value that serde cannot; the error names the key.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.page_size < 2 || !self.page_size.is_power_of_two() {
+            return Err(ParamError::new(
+                "page_size",
+                format!("must be a power of two of at least 2 bytes, got {}", self.page_size),
+            ));
+        }
+        if self.tlb.is_empty() {
+            return Err(ParamError::new("tlb", "at least one [[tlb]] is needed"));
+        }
+        for (i, t) in self.tlb.iter().enumerate() {
+            let key = |k: &str| format!("tlb[{i}].{k}");
+            if t.entries == 0 {
+                return Err(ParamError::new(key("entries"), "must be at least 1, got 0"));
+            }
+            if t.reserved >= t.entries {
+                return Err(ParamError::new(
+                    key("reserved"),
+                    format!("must be less than entries = {}, got {}", t.entries, t.reserved),
+                ));
+            }
+            let main = t.entries - t.reserved;
+            let ways = t.ways.unwrap_or(main);
+            if ways == 0 || main % ways != 0 {
+                return Err(ParamError::new(
+                    key("ways"),
+                    format!("must be at least 1 and divide entries - reserved = {main}, got {ways}"),
+                ));
+            }
+            if t.policy == Policy::Plru && !ways.is_power_of_two() {
+                return Err(ParamError::new(
+                    key("policy"),
+                    format!("\"plru\" needs a power-of-two number of ways, got {ways}"),
+                ));
+            }
+            if t.reserved_policy == Policy::Plru && !t.reserved.is_power_of_two() && t.reserved > 0 {
+                return Err(ParamError::new(
+                    key("reserved_policy"),
+                    format!("\"plru\" needs a power-of-two number of reserved entries, got {}", t.reserved),
+                ));
+            }
+            if t.level == 0 {
+                return Err(ParamError::new(key("level"), "levels start at 1"));
+            }
+            if self.tlb[..i].iter().any(|o| o.name == t.name) {
+                return Err(ParamError::new(key("name"), format!("'{}' is used by another [[tlb]]", t.name)));
+            }
+        }
+        // Every reference kind needs a path, and one structure per level and kind.
+        for (kind, wants) in [("instruction fetches", Serves::Instruction), ("data references", Serves::Data)] {
+            let levels: Vec<u32> =
+                self.tlb.iter().filter(|t| t.serves == Serves::Unified || t.serves == wants).map(|t| t.level).collect();
+            if !levels.contains(&1) {
+                return Err(ParamError::new("tlb", format!("no level-1 TLB serves {kind}")));
+            }
+            let mut sorted = levels.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != levels.len() {
+                return Err(ParamError::new("tlb", format!("two TLBs at the same level serve {kind}")));
+            }
+            if sorted.iter().enumerate().any(|(i, &l)| l != i as u32 + 1) {
+                return Err(ParamError::new("tlb", format!("levels serving {kind} must be 1, 2, ... without gaps")));
+            }
+        }
+        if self.os.memory_bytes < self.page_size {
+            return Err(ParamError::new(
+                "os.memory_bytes",
+                format!("must hold at least one page of {} bytes", self.page_size),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.os.fragmentation) {
+            return Err(ParamError::new(
+                "os.fragmentation",
+                format!("must be in [0, 1), got {}", self.os.fragmentation),
+            ));
+        }
+        // The models check their own parameters (cheap: the structures start empty).
+        let page_size = crate::addr::PageSize::from_bytes(self.page_size).expect("checked above");
+        crate::pt::PageTable::new(&self.page_table, page_size)?;
+        if let Some(c) = &self.cost.cache {
+            crate::cost::PtCache::new(c)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `[table]` or `[[array]]` header in force at byte `pos` of `text` ("top level" if none).
+fn section_at(text: &str, pos: usize) -> String {
+    let mut section = String::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for line in text[..pos.min(text.len())].lines() {
+        let l = line.trim();
+        if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let n = index.entry(name.trim().to_string()).or_insert(0);
+            section = format!("[[{}]] #{}", name.trim(), *n + 1);
+            *n += 1;
+        } else if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            section = format!("[{}]", name.trim());
+        }
+    }
+    section
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "fa64"
+page_size = 4096
+[[tlb]]
+name = "L1"
+entries = 64
+ways = 64          # ways == entries: fully associative
+policy = "lru"     # lru | fifo | random | nru | plru
+[page_table]
+kind = "radix"     # radix | linear | hashed | clustered
+"#;
+
+    #[test]
+    fn minimal_config_parses() {
+        let c = Config::from_toml(MINIMAL, "m.toml").unwrap();
+        assert_eq!(c.tlb[0].entries, 64);
+        assert_eq!(c.page_table.kind, crate::pt::Kind::Radix);
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let text = MINIMAL.replace("ways = 64", "wayz = 64");
+        let e = Config::from_toml(&text, "m.toml").unwrap_err().to_string();
+        assert!(e.starts_with("m.toml: line 7: in [[tlb]] #1:"), "{e}");
+        assert!(e.contains("wayz"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn impossible_values_name_the_key() {
+        let cases = [
+            ("ways = 64", "ways = 5", "tlb[0].ways"),
+            ("entries = 64", "entries = 0", "tlb[0].entries"),
+            ("page_size = 4096", "page_size = 4000", "page_size"),
+        ];
+        for (from, to, key) in cases {
+            let e = Config::from_toml(&MINIMAL.replace(from, to), "m.toml").unwrap_err().to_string();
+            assert!(e.starts_with(&format!("m.toml: {key}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn every_preset_is_valid() {
+        for (name, _) in PRESETS {
+            Config::preset(name).unwrap();
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The simulation engine: one [`System`] per configured design, all fed by one pass over a trace.
+//!
+//! The per-reference path is `System::access` -> `System::translate`: it splits an access into the
+//! pages it touches, looks each up in the TLB levels that serve its kind and, on a miss in all of
+//! them, walks the page table (`System::miss`, kept out of line). It allocates nothing, logs
+//! nothing and calls nothing through a vtable: TLBs are flat arrays, the page table is a closed
+//! enum, and readers hand over batches of records.
+
+use crate::addr::{Asid, PageSize, Vpn};
+use crate::config::{AsidMode, Config, Serves};
+use crate::cost::{PtCache, Refill};
+use crate::os::{FrameAllocator, Os, OutOfMemory};
+use crate::pt::{PageTable, ParamError, Pte, WalkEnv, WalkRecord};
+use crate::stats::{SystemStats, TlbStats};
+use crate::tlb::{Geometry, Tlb, TlbData};
+use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
+
+/// Most TLB levels on one path.
+pub const MAX_LEVELS: usize = 4;
+
+/// One TLB structure of a system and what it is for.
+#[derive(Clone, Debug)]
+pub struct Structure {
+    /// Name in reports (reserved partitions are `NAME.reserved`).
+    pub name: String,
+    /// Level, 1 = closest to the core.
+    pub level: u32,
+    /// What it serves; `None` for a reserved partition holding page-table translations.
+    pub serves: Option<Serves>,
+    /// Cycles per lookup.
+    pub latency: u64,
+    /// The TLB itself.
+    pub tlb: Tlb,
+}
+
+/// The structures one kind of reference goes through, level 1 first.
+#[derive(Clone, Copy, Debug, Default)]
+struct Path {
+    levels: [u8; MAX_LEVELS],
+    len: u8,
+}
+
+/// A simulated design: TLBs, page table, OS and cost model, with its counters.
+#[derive(Clone, Debug)]
+pub struct System {
+    config: Config,
+    page_size: PageSize,
+    structures: Vec<Structure>,
+    ipath: Path,
+    dpath: Path,
+    /// Structure that holds page-table translations for linear tables' walks.
+    pt_tlb: usize,
+    /// VPNs at or above this are outside the page table's virtual address space.
+    vpn_limit: u64,
+    pt: PageTable,
+    os: Os,
+    cache: Option<PtCache>,
+    refill: Refill,
+    asid_mode: AsidMode,
+    asid: Asid,
+    rec: WalkRecord,
+    stats: SystemStats,
+}
+
+/// A simulation that cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// An address beyond the virtual address space the page table translates.
+    #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table (page_table.va_bits)")]
+    AddressRange {
+        /// Which system.
+        config: String,
+        /// The address.
+        addr: u64,
+        /// The configured width.
+        va_bits: u32,
+    },
+    /// A system ran out of physical memory.
+    #[error("config '{config}': {error}")]
+    OutOfMemory {
+        /// Which system.
+        config: String,
+        /// Details.
+        error: OutOfMemory,
+    },
+}
+
+impl System {
+    /// Builds a system from a validated config.
+    pub fn new(config: &Config) -> Result<System, ParamError> {
+        config.validate()?;
+        let page_size = PageSize::from_bytes(config.page_size).expect("validated");
+        let mut structures = Vec::new();
+        for (i, t) in config.tlb.iter().enumerate() {
+            let main = t.entries - t.reserved;
+            let geometry = Geometry { entries: main, ways: t.ways.unwrap_or(main), policy: t.policy, seed: t.seed };
+            let tlb =
+                Tlb::new(geometry, page_size).map_err(|e| ParamError::new(format!("tlb[{i}].ways"), e.to_string()))?;
+            structures.push(Structure {
+                name: t.name.clone(),
+                level: t.level,
+                serves: Some(t.serves),
+                latency: t.latency,
+                tlb,
+            });
+        }
+        let path_for = |wants: Serves, structures: &[Structure]| {
+            let mut idx: Vec<usize> = (0..structures.len())
+                .filter(|&i| matches!(structures[i].serves, Some(s) if s == Serves::Unified || s == wants))
+                .collect();
+            idx.sort_by_key(|&i| structures[i].level);
+            idx
+        };
+        let ipath_v = path_for(Serves::Instruction, &structures);
+        let dpath_v = path_for(Serves::Data, &structures);
+        if ipath_v.len() > MAX_LEVELS || dpath_v.len() > MAX_LEVELS {
+            return Err(ParamError::new("tlb", format!("at most {MAX_LEVELS} levels per reference kind")));
+        }
+        let to_path = |v: &[usize]| {
+            let mut p = Path::default();
+            for (k, &i) in v.iter().enumerate() {
+                p.levels[k] = i as u8;
+            }
+            p.len = v.len() as u8;
+            p
+        };
+        // Page-table translations live in the reserved partition of the last data level if it
+        // has one, else they compete in that level's main entries.
+        let last_d = *dpath_v.last().expect("validated: a level-1 data TLB exists");
+        let t = &config.tlb[last_d];
+        let pt_tlb = if t.reserved > 0 {
+            let geometry = Geometry { entries: t.reserved, ways: t.reserved, policy: t.reserved_policy, seed: t.seed };
+            let tlb = Tlb::new(geometry, page_size)
+                .map_err(|e| ParamError::new(format!("tlb[{last_d}].reserved"), e.to_string()))?;
+            structures.push(Structure {
+                name: format!("{}.reserved", t.name),
+                level: t.level,
+                serves: None,
+                latency: 0,
+                tlb,
+            });
+            structures.len() - 1
+        } else {
+            last_d
+        };
+        // Other levels' reserved entries only shrink their main partitions.
+        let pt = PageTable::new(&config.page_table, page_size)?;
+        let frames = config.os.memory_bytes / config.page_size;
+        let os =
+            Os::new(FrameAllocator::new(config.os.frame_allocator, frames, config.os.seed, config.os.fragmentation));
+        let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
+        let n = structures.len();
+        Ok(System {
+            config: config.clone(),
+            page_size,
+            structures,
+            ipath: to_path(&ipath_v),
+            dpath: to_path(&dpath_v),
+            pt_tlb,
+            vpn_limit: if config.page_table.va_bits >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << config.page_table.va_bits) >> page_size.shift()
+            },
+            pt,
+            os,
+            cache,
+            refill: config.cost.refill,
+            asid_mode: config.asid,
+            asid: Asid(0),
+            rec: WalkRecord::default(),
+            stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
+        })
+    }
+
+    /// The config this system was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Base page size.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// The TLB structures, in stats order.
+    pub fn structures(&self) -> &[Structure] {
+        &self.structures
+    }
+
+    /// The page table.
+    pub fn page_table(&self) -> &PageTable {
+        &self.pt
+    }
+
+    /// The OS model.
+    pub fn os(&self) -> &Os {
+        &self.os
+    }
+
+    /// Counters, with cycles brought up to date.
+    pub fn stats(&self) -> SystemStats {
+        let mut s = self.stats.clone();
+        s.cycles.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
+        s
+    }
+
+    /// Feeds a batch of records.
+    pub fn process(&mut self, records: &[Record]) -> Result<(), SimError> {
+        for r in records {
+            match *r {
+                Record::Access { kind, size, addr } => self.access(kind, size, addr)?,
+                ref other => self.event(other),
+            }
+        }
+        Ok(())
+    }
+
+    /// One access: every page from `addr` to `addr + size - 1` is one lookup, ascending.
+    #[inline]
+    pub fn access(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), SimError> {
+        let shift = self.page_size.shift();
+        let first = addr >> shift;
+        let end = addr.saturating_add(size.max(1) as u64 - 1);
+        let last = end >> shift;
+        let is_data = kind.is_data();
+        if !is_data {
+            self.stats.ifetch_lookups += last - first + 1;
+        }
+        for vpn in first..=last {
+            self.translate(is_data, Vpn(vpn))?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<(), SimError> {
+        self.stats.lookups += 1;
+        let path = if is_data { self.dpath } else { self.ipath };
+        for k in 0..path.len as usize {
+            let t = path.levels[k] as usize;
+            self.stats.tlb[t].accesses += 1;
+            if let Some((_, data)) = self.structures[t].tlb.lookup(self.asid, vpn) {
+                self.stats.tlb[t].hits += 1;
+                if k > 0 {
+                    self.fill(&path.levels[..k], vpn, data);
+                }
+                return Ok(());
+            }
+            self.stats.tlb[t].misses += 1;
+        }
+        self.miss(path, vpn)
+    }
+
+    fn fill(&mut self, levels: &[u8], vpn: Vpn, data: TlbData) {
+        for &t in levels {
+            let t = t as usize;
+            if self.structures[t].tlb.insert(self.asid.0, vpn, data).is_some() {
+                self.stats.tlb[t].evictions += 1;
+            }
+        }
+    }
+
+    /// A miss in every level: walk, fault in if needed, and fill every level of the path.
+    #[inline(never)]
+    fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), SimError> {
+        let asid = self.asid;
+        if vpn.0 >= self.vpn_limit {
+            return Err(SimError::AddressRange {
+                config: self.config.name.clone(),
+                addr: vpn.base(self.page_size).0,
+                va_bits: self.config.page_table.va_bits,
+            });
+        }
+        self.rec.reset();
+        // A reserved partition counts its own lookups; page-table translations that compete in
+        // a main structure show up as nested misses and evictions only, so that structure's
+        // accesses stay equal to the lookups that reached it.
+        let dedicated = self.structures[self.pt_tlb].serves.is_none();
+        let pt_stats = &mut self.stats.tlb[self.pt_tlb];
+        let mut env = PtTlbEnv { tlb: &mut self.structures[self.pt_tlb].tlb, stats: pt_stats, dedicated };
+        let walked = self.pt.walk(asid, vpn, &mut env, &mut self.rec);
+        let pte = match walked {
+            Some(pte) => pte,
+            None => {
+                let pfn = self
+                    .os
+                    .fault_in(asid, vpn)
+                    .map_err(|error| SimError::OutOfMemory { config: self.config.name.clone(), error })?;
+                let pte = Pte { pfn, size: self.page_size };
+                self.pt.map(asid, vpn, pte);
+                self.stats.page_faults += 1;
+                self.stats.cycles.page_fault += self.config.cost.page_fault_cycles;
+                pte
+            }
+        };
+        let rec = &self.rec;
+        let w = &mut self.stats.walks;
+        w.count += 1;
+        w.memory_refs += rec.mem_refs as u64;
+        w.cache_lines += rec.cache_lines as u64;
+        w.nested_misses += rec.nested_misses as u64;
+        w.pwc_hits += rec.pwc_hits as u64;
+        let cost = &self.config.cost;
+        match &mut self.cache {
+            Some(cache) => {
+                // References beyond the recorded ones (very deep walks) are charged as misses.
+                for a in &rec.addrs[..rec.n_addrs as usize] {
+                    if cache.access(a.0) {
+                        w.cache_hits += 1;
+                        self.stats.cycles.walk_memory += cache.hit_cycles;
+                    } else {
+                        w.cache_misses += 1;
+                        self.stats.cycles.walk_memory += cache.miss_cycles;
+                    }
+                }
+                let unrecorded = (rec.mem_refs - rec.n_addrs) as u64;
+                w.cache_misses += unrecorded;
+                self.stats.cycles.walk_memory += unrecorded * cache.miss_cycles;
+            }
+            None => self.stats.cycles.walk_memory += rec.mem_refs as u64 * cost.memory_cycles,
+        }
+        self.stats.cycles.refill_overhead += match self.refill {
+            Refill::Hardware => cost.walker_cycles,
+            Refill::Software => cost.trap_cycles * (1 + rec.nested_misses as u64),
+        };
+        let data = TlbData { pfn: pte.pfn.0, shift: self.page_size.shift() as u8 };
+        self.fill(&path.levels[..path.len as usize], vpn, data);
+        Ok(())
+    }
+
+    fn switch_to(&mut self, asid: u32) {
+        if asid != self.asid.0 {
+            self.asid = Asid(asid);
+            if self.asid_mode == AsidMode::Flush {
+                self.stats.events.flushes += 1;
+                for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+                    st.invalidations += s.tlb.flush_non_global();
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, r: &Record) {
+        let e = &mut self.stats.events;
+        match *r {
+            Record::Process { asid } => return self.switch_to(asid),
+            Record::ContextSwitch { asid } => {
+                e.context_switches += 1;
+                return self.switch_to(asid);
+            }
+            _ => {}
+        }
+        match *r {
+            Record::Access { .. } | Record::Process { .. } | Record::ContextSwitch { .. } => {}
+            Record::Map { .. } => self.stats.events.maps += 1,
+            Record::Unmap { start, len } => {
+                self.stats.events.unmaps += 1;
+                if len > 0 {
+                    let shift = self.page_size.shift();
+                    let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
+                    self.unmap_range(self.asid, first, last);
+                }
+            }
+            Record::Fork { child } => {
+                self.stats.events.forks += 1;
+                for (vpn, pfn) in self.os.fork(self.asid, Asid(child)) {
+                    self.pt.map(Asid(child), vpn, Pte { pfn, size: self.page_size });
+                }
+            }
+            Record::Exit { asid } => {
+                self.stats.events.exits += 1;
+                self.unmap_range(Asid(asid), Vpn(0), Vpn(u64::MAX));
+                self.pt.remove_asid(Asid(asid));
+                for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+                    st.invalidations += s.tlb.flush_asid(Asid(asid));
+                }
+            }
+            Record::Ipc { .. } => self.stats.events.ipcs += 1,
+            Record::Marker { .. } => self.stats.events.markers += 1,
+        }
+    }
+
+    /// Unmaps the resident pages of `asid` in `[first, last]` and shoots down their TLB entries.
+    fn unmap_range(&mut self, asid: Asid, first: Vpn, last: Vpn) {
+        let pages = self.os.evict_range(asid, first, last);
+        self.stats.events.pages_unmapped += pages.len() as u64;
+        for &vpn in &pages {
+            self.pt.unmap(asid, vpn);
+        }
+        if !pages.is_empty() {
+            for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+                st.invalidations += s.tlb.invalidate_range(asid, first, last);
+            }
+        }
+    }
+}
+
+/// Walk environment over the structure holding page-table translations.
+struct PtTlbEnv<'a> {
+    tlb: &'a mut Tlb,
+    stats: &'a mut TlbStats,
+    /// True for a reserved partition (its lookups are its own counters).
+    dedicated: bool,
+}
+
+impl WalkEnv for PtTlbEnv<'_> {
+    fn lookup_pt_translation(&mut self, asid: Asid, va: crate::addr::VirtAddr) -> bool {
+        let vpn = va.vpn(self.tlb.page_size());
+        let hit = self.tlb.lookup(asid, vpn).is_some();
+        if self.dedicated {
+            self.stats.accesses += 1;
+            if hit {
+                self.stats.hits += 1;
+            } else {
+                self.stats.misses += 1;
+            }
+        }
+        hit
+    }
+
+    fn fill_pt_translation(&mut self, asid: Asid, va: crate::addr::VirtAddr) {
+        let vpn = va.vpn(self.tlb.page_size());
+        let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8 };
+        if self.tlb.insert(asid.0, vpn, data).is_some() {
+            self.stats.evictions += 1;
+        }
+    }
+}
+
+/// Counts of the trace itself, independent of any design.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TraceCounts {
+    /// Access records (references).
+    pub references: u64,
+    /// References by kind: ifetch, load, store, modify.
+    pub by_kind: [u64; 4],
+    /// Pages touched at `lookup_page_size` (one lookup each).
+    pub lookups: u64,
+    /// Page size `lookups` is counted at: the designs' common base page size, or 4096 if they differ.
+    pub lookup_page_size: u64,
+    /// Event records.
+    pub events: u64,
+}
+
+/// Options of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Stop after this many references (accesses); `None`: the whole trace.
+    pub max_refs: Option<u64>,
+}
+
+/// What a run read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunSummary {
+    /// Trace counts.
+    pub trace: TraceCounts,
+    /// What the reader consumed and skipped.
+    pub reader: ReaderStats,
+    /// True if `max_refs` stopped the run before the trace ended.
+    pub truncated_by_limit: bool,
+}
+
+/// Runs every system over one pass of `reader`. `progress` is called after each batch with the
+/// references done so far. On error nothing is returned: no partial report can be presented.
+pub fn run(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    mut progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut counts = TraceCounts::default();
+    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
+    counts.lookup_page_size = if !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
+    let shift = counts.lookup_page_size.trailing_zeros();
+    let max = opts.max_refs.unwrap_or(u64::MAX);
+    let mut truncated = false;
+    while counts.references < max {
+        if reader.read_batch(&mut batch, BATCH)? == 0 {
+            break;
+        }
+        // Cut the batch at the reference limit.
+        let mut n = batch.len();
+        let mut refs = counts.references;
+        for (i, r) in batch.iter().enumerate() {
+            if let Record::Access { kind, size, addr } = *r {
+                if refs == max {
+                    n = i;
+                    truncated = true;
+                    break;
+                }
+                refs += 1;
+                counts.by_kind[kind as usize] += 1;
+                let end = addr.saturating_add(size.max(1) as u64 - 1);
+                counts.lookups += (end >> shift) - (addr >> shift) + 1;
+            } else {
+                counts.events += 1;
+            }
+        }
+        counts.references = refs;
+        for s in systems.iter_mut() {
+            s.process(&batch[..n])?;
+        }
+        progress(counts.references);
+    }
+    if counts.references == max && !truncated {
+        // The limit was reached exactly at a batch end: is there more trace?
+        truncated = reader.read_batch(&mut batch, 1)? > 0;
+    }
+    Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
+}

@@ -1,0 +1,240 @@
+//! Printers: a side-by-side text table, JSON and CSV, all read from the engine's stats.
+
+use crate::engine::{RunSummary, System};
+use crate::trace::Kind;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+
+/// What a report describes besides the systems.
+#[derive(Clone, Debug)]
+pub struct ReportInput<'a> {
+    /// Trace path as given.
+    pub trace_path: &'a str,
+    /// Format read.
+    pub format: &'a str,
+    /// Run summary.
+    pub summary: &'a RunSummary,
+    /// Wall-clock seconds of the simulation.
+    pub seconds: f64,
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The JSON document of a run (schema in `docs/output.md`).
+pub fn json(input: &ReportInput, systems: &[System]) -> Value {
+    let t = &input.summary.trace;
+    let by_kind: serde_json::Map<String, Value> =
+        Kind::ALL.iter().map(|k| (k.name().to_string(), json!(t.by_kind[*k as usize]))).collect();
+    let configs: Vec<Value> = systems.iter().map(system_json).collect();
+    json!({
+        "xlat_version": env!("CARGO_PKG_VERSION"),
+        "complete": true,
+        "trace": {
+            "path": input.trace_path,
+            "format": input.format,
+            "references": t.references,
+            "by_kind": by_kind,
+            "lookups": t.lookups,
+            "lookup_page_size": t.lookup_page_size,
+            "events": t.events,
+            "skipped": input.summary.reader.skipped,
+            "stopped_at_max_refs": input.summary.truncated_by_limit,
+        },
+        "seconds": input.seconds,
+        "configs": configs,
+    })
+}
+
+fn system_json(s: &System) -> Value {
+    let st = s.stats();
+    let cfg = s.config();
+    let tlb: Vec<Value> = s
+        .structures()
+        .iter()
+        .zip(&st.tlb)
+        .map(|(x, c)| {
+            let g = x.tlb.geometry();
+            json!({
+                "name": x.name,
+                "level": x.level,
+                "serves": x.serves.map(|v| v.name()).unwrap_or("page-table"),
+                "entries": g.entries,
+                "ways": g.ways,
+                "sets": x.tlb.sets(),
+                "policy": g.policy.name(),
+                "accesses": c.accesses,
+                "hits": c.hits,
+                "misses": c.misses,
+                "miss_ratio": ratio(c.misses, c.accesses),
+                "evictions": c.evictions,
+                "invalidations": c.invalidations,
+            })
+        })
+        .collect();
+    let size = s.page_table().size();
+    let w = st.walks;
+    json!({
+        "name": cfg.name,
+        "page_size": s.page_size().bytes(),
+        "asid": match cfg.asid { crate::config::AsidMode::Tagged => "tagged", crate::config::AsidMode::Flush => "flush" },
+        "lookups": st.lookups,
+        "ifetch_lookups": st.ifetch_lookups,
+        "data_lookups": st.lookups - st.ifetch_lookups,
+        "tlb": tlb,
+        "page_faults": st.page_faults,
+        "resident_pages": s.os().resident_pages(),
+        "walks": {
+            "count": w.count,
+            "memory_refs": w.memory_refs,
+            "cache_lines": w.cache_lines,
+            "nested_misses": w.nested_misses,
+            "pwc_hits": w.pwc_hits,
+            "cache_hits": w.cache_hits,
+            "cache_misses": w.cache_misses,
+            "refs_per_walk": ratio(w.memory_refs, w.count),
+            "lines_per_walk": ratio(w.cache_lines, w.count),
+        },
+        "page_table": {
+            "kind": s.page_table().kind().name(),
+            "bytes": size.table_bytes,
+            "bucket_bytes": size.bucket_bytes,
+            "objects": size.objects,
+        },
+        "cycles": {
+            "total": st.cycles.total(),
+            "per_lookup": ratio(st.cycles.total(), st.lookups),
+            "tlb": st.cycles.tlb,
+            "walk_memory": st.cycles.walk_memory,
+            "refill_overhead": st.cycles.refill_overhead,
+            "page_fault": st.cycles.page_fault,
+        },
+        "events": st.events,
+    })
+}
+
+/// A side-by-side text table, one column per system.
+pub fn table(input: &ReportInput, systems: &[System]) -> String {
+    let t = &input.summary.trace;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "trace {} ({}): {} references ({} ifetch, {} load, {} store, {} modify), {} events{}",
+        input.trace_path,
+        input.format,
+        t.references,
+        t.by_kind[0],
+        t.by_kind[1],
+        t.by_kind[2],
+        t.by_kind[3],
+        t.events,
+        if input.summary.truncated_by_limit { ", stopped at --max-refs" } else { "" }
+    );
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut row = |label: &str, f: &dyn Fn(&System) -> String| {
+        rows.push((label.to_string(), systems.iter().map(f).collect()));
+    };
+    row("config", &|s| s.config().name.clone());
+    row("page size", &|s| s.page_size().to_string());
+    row("lookups", &|s| s.stats().lookups.to_string());
+    let max_structs = systems.iter().map(|s| s.structures().len()).max().unwrap_or(0);
+    for i in 0..max_structs {
+        row("", &|_| String::new());
+        row(&format!("tlb #{}", i + 1), &|s| {
+            s.structures()
+                .get(i)
+                .map(|x| {
+                    let g = x.tlb.geometry();
+                    format!("{} {}x{} {}", x.name, g.entries / g.ways, g.ways, g.policy.name())
+                })
+                .unwrap_or_default()
+        });
+        row("  accesses", &|s| s.stats().tlb.get(i).map(|c| c.accesses.to_string()).unwrap_or_default());
+        row("  misses", &|s| s.stats().tlb.get(i).map(|c| c.misses.to_string()).unwrap_or_default());
+        row("  miss ratio", &|s| {
+            s.stats().tlb.get(i).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
+        });
+    }
+    row("", &|_| String::new());
+    row("page faults", &|s| s.stats().page_faults.to_string());
+    row("walks", &|s| s.stats().walks.count.to_string());
+    row("  memory refs/walk", &|s| {
+        let w = s.stats().walks;
+        format!("{:.2}", ratio(w.memory_refs, w.count))
+    });
+    row("  cache lines/walk", &|s| {
+        let w = s.stats().walks;
+        format!("{:.2}", ratio(w.cache_lines, w.count))
+    });
+    row("  nested misses", &|s| s.stats().walks.nested_misses.to_string());
+    row("page table", &|s| s.page_table().kind().name().to_string());
+    row("  bytes", &|s| s.page_table().size().table_bytes.to_string());
+    row("cycles", &|s| s.stats().cycles.total().to_string());
+    row("  per lookup", &|s| {
+        let st = s.stats();
+        format!("{:.3}", ratio(st.cycles.total(), st.lookups))
+    });
+    let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let col_w: Vec<usize> =
+        (0..systems.len()).map(|c| rows.iter().map(|r| r.1[c].len()).max().unwrap_or(0).max(8)).collect();
+    for (label, cells) in rows {
+        let mut line = format!("{label:<label_w$}");
+        for (c, cell) in cells.iter().enumerate() {
+            let _ = write!(line, "  {cell:>w$}", w = col_w[c]);
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// CSV: one row per TLB structure per system, with the system-wide columns repeated.
+pub fn csv(input: &ReportInput, systems: &[System]) -> String {
+    let mut out = String::from(
+        "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,cycles_total,references,lookups\n",
+    );
+    for s in systems {
+        let st = s.stats();
+        for (x, c) in s.structures().iter().zip(&st.tlb) {
+            let g = x.tlb.geometry();
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{}",
+                csv_field(&s.config().name),
+                csv_field(&x.name),
+                x.level,
+                x.serves.map(|v| v.name()).unwrap_or("page-table"),
+                g.entries,
+                g.ways,
+                g.policy.name(),
+                c.accesses,
+                c.hits,
+                c.misses,
+                ratio(c.misses, c.accesses),
+                st.page_faults,
+                st.walks.count,
+                st.walks.memory_refs,
+                st.walks.cache_lines,
+                st.walks.nested_misses,
+                s.page_table().kind().name(),
+                s.page_table().size().table_bytes,
+                st.cycles.total(),
+                input.summary.trace.references,
+                st.lookups,
+            );
+        }
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,110 @@
+//! Plain counters filled by the engine and read by the printers.
+
+use serde::Serialize;
+use std::ops::AddAssign;
+
+/// Counters of one TLB structure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TlbStats {
+    /// Lookups that reached this structure.
+    pub accesses: u64,
+    /// Lookups that found their translation here.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Valid entries replaced to make room.
+    pub evictions: u64,
+    /// Entries removed by shootdowns (unmap, exit) and flushes.
+    pub invalidations: u64,
+}
+
+/// Counters of page walks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WalkStats {
+    /// Walks (one per last-level TLB miss).
+    pub count: u64,
+    /// Memory references made by walks.
+    pub memory_refs: u64,
+    /// Distinct cache lines touched per walk, summed.
+    pub cache_lines: u64,
+    /// TLB misses taken by walks themselves (linear tables).
+    pub nested_misses: u64,
+    /// Page-walk-cache hits (radix).
+    pub pwc_hits: u64,
+    /// Walk references that hit in `[cost.cache]`.
+    pub cache_hits: u64,
+    /// Walk references that missed in `[cost.cache]`.
+    pub cache_misses: u64,
+}
+
+/// Cycles by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Cycles {
+    /// TLB lookup latency.
+    pub tlb: u64,
+    /// Walk memory references.
+    pub walk_memory: u64,
+    /// Walker start-up (hardware) or traps (software).
+    pub refill_overhead: u64,
+    /// Page faults.
+    pub page_fault: u64,
+}
+
+impl Cycles {
+    /// Sum of all causes.
+    pub fn total(&self) -> u64 {
+        self.tlb + self.walk_memory + self.refill_overhead + self.page_fault
+    }
+}
+
+/// Event counters of one simulated system.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EventStats {
+    /// Context switches.
+    pub context_switches: u64,
+    /// Full TLB flushes (flush-on-switch systems).
+    pub flushes: u64,
+    /// Map events.
+    pub maps: u64,
+    /// Unmap events.
+    pub unmaps: u64,
+    /// Base pages unmapped by unmap events.
+    pub pages_unmapped: u64,
+    /// Forks.
+    pub forks: u64,
+    /// Exits.
+    pub exits: u64,
+    /// IPC messages.
+    pub ipcs: u64,
+    /// Markers.
+    pub markers: u64,
+}
+
+/// Everything one simulated system counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemStats {
+    /// Translation lookups (pages touched).
+    pub lookups: u64,
+    /// Lookups by instruction fetches.
+    pub ifetch_lookups: u64,
+    /// Per TLB structure, in the system's structure order.
+    pub tlb: Vec<TlbStats>,
+    /// Demand-paging faults.
+    pub page_faults: u64,
+    /// Walks.
+    pub walks: WalkStats,
+    /// Cycles.
+    pub cycles: Cycles,
+    /// Events.
+    pub events: EventStats,
+}
+
+impl AddAssign<&TlbStats> for TlbStats {
+    fn add_assign(&mut self, o: &TlbStats) {
+        self.accesses += o.accesses;
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.evictions += o.evictions;
+        self.invalidations += o.invalidations;
+    }
+}

@@ -1,0 +1,604 @@
+//! Translation lookaside buffers: any geometry, five replacement policies, ASID and global tags.
+//!
+//! A [`Tlb`] is one structure of `entries` slots split into `sets = entries / ways` sets
+//! (`ways == entries` is fully associative; `entries` need not be a power of two). The set of a
+//! translation is its tag (the VPN at the entry's page size) modulo `sets`.
+//!
+//! Storage is flat (`sets * ways` slots, structure of arrays). Lookups scan the set when it has at
+//! most [`SCAN_WAYS`] ways and use an open-addressing index (tag, ASID) -> slot for wider sets,
+//! so a 64- or 128-entry fully associative TLB answers in a few nanoseconds. Every replacement
+//! policy keeps a per-set list of slots in insertion (FIFO) or recency (LRU) order; invalid slots
+//! sit at its tail so that every policy fills empty ways before it evicts.
+//!
+//! The entry is designed to grow: each slot records its page size (superpages, talluri95), the
+//! ASID it belongs to or [`GLOBAL`], and a payload ([`TlbData`]) that later models extend with
+//! subblock valid bits, protection keys and region IDs without changing the lookup.
+
+mod policy;
+
+pub use policy::Policy;
+use policy::PolicyState;
+
+use crate::addr::{Asid, PageSize, Pfn, Vpn};
+
+/// Sets with at most this many ways are searched by scanning; wider ones through an index.
+pub const SCAN_WAYS: u32 = 16;
+
+/// ASID value of a global entry: it matches every process.
+pub const GLOBAL: u32 = u32::MAX;
+
+const INVALID: u64 = u64::MAX;
+const NIL: u32 = u32::MAX;
+
+/// Shape and policy of one TLB structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Total entries (> 0).
+    pub entries: u32,
+    /// Ways per set; must divide `entries`. `ways == entries` is fully associative.
+    pub ways: u32,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// Seed of the random policy.
+    pub seed: u64,
+}
+
+/// Why a geometry cannot be built. The caller adds the config key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    /// `entries` is zero.
+    #[error("must be at least 1, got 0")]
+    ZeroEntries,
+    /// `ways` is zero or does not divide `entries`.
+    #[error("ways = {ways} must be at least 1 and divide entries = {entries}")]
+    BadWays {
+        /// Entries requested.
+        entries: u32,
+        /// Ways requested.
+        ways: u32,
+    },
+    /// Tree-PLRU needs a power-of-two number of ways.
+    #[error("policy \"plru\" needs a power-of-two number of ways, got {0}")]
+    PlruWays(u32),
+}
+
+/// What a TLB entry translates to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TlbData {
+    /// Frame of the first base page of the entry's page.
+    pub pfn: u64,
+    /// log2 of the entry's page size.
+    pub shift: u8,
+}
+
+/// A translation held by the TLB, as returned by lookups and evictions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbEntry {
+    /// VPN at the entry's page size.
+    pub tag: u64,
+    /// Owning process, or [`GLOBAL`].
+    pub asid: u32,
+    /// Translation payload.
+    pub data: TlbData,
+}
+
+/// A TLB structure. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Tlb {
+    geometry: Geometry,
+    sets: u32,
+    /// Page sizes this TLB holds, smallest first (one until superpages are configured).
+    sizes: Vec<PageSize>,
+    tags: Vec<u64>,
+    asids: Vec<u32>,
+    data: Vec<TlbData>,
+    /// Per-set list of ways: head is most recently inserted (FIFO) / used (LRU); invalid at tail.
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    policy: PolicyState,
+    index: Option<Index>,
+    globals: u32,
+    /// The slot of the last hit, until the next insertion: a hit on it again changes no
+    /// replacement state under any policy, since nothing in its set has moved since.
+    last_slot: u32,
+    last_tag: u64,
+    last_asid: u32,
+}
+
+impl Tlb {
+    /// Builds an empty TLB holding pages of `page_size`.
+    pub fn new(geometry: Geometry, page_size: PageSize) -> Result<Tlb, GeometryError> {
+        let Geometry { entries, ways, policy, seed } = geometry;
+        if entries == 0 {
+            return Err(GeometryError::ZeroEntries);
+        }
+        if ways == 0 || entries % ways != 0 {
+            return Err(GeometryError::BadWays { entries, ways });
+        }
+        if policy == Policy::Plru && !ways.is_power_of_two() {
+            return Err(GeometryError::PlruWays(ways));
+        }
+        let sets = entries / ways;
+        let n = entries as usize;
+        let mut tlb = Tlb {
+            geometry,
+            sets,
+            sizes: vec![page_size],
+            tags: vec![INVALID; n],
+            asids: vec![0; n],
+            data: vec![TlbData::default(); n],
+            next: vec![NIL; n],
+            prev: vec![NIL; n],
+            head: vec![NIL; sets as usize],
+            tail: vec![NIL; sets as usize],
+            policy: PolicyState::new(policy, sets, ways, seed),
+            index: (ways > SCAN_WAYS).then(|| Index::new(entries)),
+            globals: 0,
+            last_slot: NIL,
+            last_tag: INVALID,
+            last_asid: 0,
+        };
+        // Initial order: way 0 at the tail, so empty ways fill in index order.
+        for s in 0..sets {
+            for w in 0..ways {
+                tlb.push_head(s, s * ways + w);
+            }
+        }
+        Ok(tlb)
+    }
+
+    /// The geometry this TLB was built with.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> u32 {
+        self.sets
+    }
+
+    /// The base page size of this TLB.
+    pub fn page_size(&self) -> PageSize {
+        self.sizes[0]
+    }
+
+    #[inline(always)]
+    fn set_of(&self, tag: u64) -> u32 {
+        if self.sets == 1 {
+            0
+        } else {
+            (tag % self.sets as u64) as u32
+        }
+    }
+
+    /// Looks up base page `vpn` of `asid` (VPN in units of the TLB's base page size). On a hit,
+    /// updates the replacement state and returns the slot and the entry's data.
+    #[inline]
+    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<(u32, TlbData)> {
+        let tag = vpn.0;
+        if tag == self.last_tag && (asid.0 == self.last_asid || self.asids[self.last_slot as usize] == GLOBAL) {
+            let slot = self.last_slot;
+            return Some((slot, self.data[slot as usize]));
+        }
+        let slot = self.find(asid.0, tag)?;
+        let set = slot / self.geometry.ways;
+        if self.policy.touches_order_on_hit() {
+            self.move_to_head(set, slot);
+        }
+        self.policy.on_hit(set, slot - set * self.geometry.ways);
+        self.last_slot = slot;
+        self.last_tag = tag;
+        self.last_asid = asid.0;
+        Some((slot, self.data[slot as usize]))
+    }
+
+    /// Looks for the translation without changing any replacement state.
+    pub fn probe(&self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
+        self.find(asid.0, vpn.0).map(|s| self.entry(s))
+    }
+
+    #[inline(always)]
+    fn find(&self, asid: u32, tag: u64) -> Option<u32> {
+        if let Some(index) = &self.index {
+            if let Some(s) = index.get(tag, asid) {
+                return Some(s);
+            }
+            if self.globals > 0 {
+                return index.get(tag, GLOBAL);
+            }
+            return None;
+        }
+        let ways = self.geometry.ways;
+        let base = (self.set_of(tag) * ways) as usize;
+        let tags = &self.tags[base..base + ways as usize];
+        let asids = &self.asids[base..base + ways as usize];
+        for w in 0..ways as usize {
+            if tags[w] == tag && (asids[w] == asid || asids[w] == GLOBAL) {
+                return Some((base + w) as u32);
+            }
+        }
+        None
+    }
+
+    fn entry(&self, slot: u32) -> TlbEntry {
+        let s = slot as usize;
+        TlbEntry { tag: self.tags[s], asid: self.asids[s], data: self.data[s] }
+    }
+
+    /// Inserts the translation of base page `vpn` for `asid` (or [`GLOBAL`]), choosing a victim
+    /// by the policy (empty ways first). Returns the evicted valid entry, if any. The caller
+    /// makes sure the translation is not already present.
+    #[inline]
+    pub fn insert(&mut self, asid: u32, vpn: Vpn, data: TlbData) -> Option<TlbEntry> {
+        let tag = vpn.0;
+        let set = self.set_of(tag);
+        let ways = self.geometry.ways;
+        // An insertion reorders its set (and may clear NRU bits or flip PLRU bits).
+        self.last_slot = NIL;
+        self.last_tag = INVALID;
+        let tail = self.tail[set as usize];
+        let slot = if self.tags[tail as usize] == INVALID {
+            tail
+        } else {
+            set * ways + self.policy.victim(set, tail - set * ways)
+        };
+        let s = slot as usize;
+        let evicted = if self.tags[s] != INVALID {
+            let old = self.entry(slot);
+            self.forget(slot);
+            Some(old)
+        } else {
+            None
+        };
+        self.tags[s] = tag;
+        self.asids[s] = asid;
+        self.data[s] = data;
+        if asid == GLOBAL {
+            self.globals += 1;
+        }
+        if let Some(index) = &mut self.index {
+            index.insert(tag, asid, slot);
+        }
+        self.move_to_head(set, slot);
+        self.policy.on_fill(set, slot - set * ways);
+        evicted
+    }
+
+    /// Removes the slot's translation from the index and the last-hit filter (not from the order).
+    fn forget(&mut self, slot: u32) {
+        let s = slot as usize;
+        if let Some(index) = &mut self.index {
+            index.remove(self.tags[s], self.asids[s]);
+        }
+        if self.asids[s] == GLOBAL {
+            self.globals -= 1;
+        }
+        if self.last_slot == slot {
+            self.last_slot = NIL;
+            self.last_tag = INVALID;
+        }
+    }
+
+    fn invalidate_slot(&mut self, slot: u32) {
+        self.forget(slot);
+        let s = slot as usize;
+        self.tags[s] = INVALID;
+        let set = slot / self.geometry.ways;
+        self.policy.on_invalidate(set, slot - set * self.geometry.ways);
+        self.move_to_tail(set, slot);
+    }
+
+    /// Invalidates every entry of `asid` (not global ones) whose base pages intersect
+    /// `[first, last]` (VPNs at the base page size); returns how many were removed.
+    pub fn invalidate_range(&mut self, asid: Asid, first: Vpn, last: Vpn) -> u64 {
+        let mut n = 0;
+        for slot in 0..self.tags.len() as u32 {
+            let s = slot as usize;
+            if self.tags[s] == INVALID || self.asids[s] != asid.0 {
+                continue;
+            }
+            let k = (self.data[s].shift as u32).saturating_sub(self.sizes[0].shift());
+            let lo = self.tags[s] << k;
+            let hi = lo + (1u64 << k) - 1;
+            if lo <= last.0 && hi >= first.0 {
+                self.invalidate_slot(slot);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Invalidates every entry of `asid` (not global ones); returns how many were removed.
+    pub fn flush_asid(&mut self, asid: Asid) -> u64 {
+        self.invalidate_where(|a| a == asid.0)
+    }
+
+    /// Invalidates every non-global entry; returns how many were removed.
+    pub fn flush_non_global(&mut self) -> u64 {
+        self.invalidate_where(|a| a != GLOBAL)
+    }
+
+    fn invalidate_where(&mut self, f: impl Fn(u32) -> bool) -> u64 {
+        let mut n = 0;
+        for slot in 0..self.tags.len() as u32 {
+            let s = slot as usize;
+            if self.tags[s] != INVALID && f(self.asids[s]) {
+                self.invalidate_slot(slot);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Valid entries currently held.
+    pub fn occupancy(&self) -> u32 {
+        self.tags.iter().filter(|&&t| t != INVALID).count() as u32
+    }
+
+    /// All valid entries (for tests and debugging; allocates).
+    pub fn entries(&self) -> Vec<TlbEntry> {
+        (0..self.tags.len() as u32).filter(|&s| self.tags[s as usize] != INVALID).map(|s| self.entry(s)).collect()
+    }
+
+    // --- per-set order list -------------------------------------------------------------
+
+    fn push_head(&mut self, set: u32, slot: u32) {
+        let h = self.head[set as usize];
+        self.prev[slot as usize] = NIL;
+        self.next[slot as usize] = h;
+        if h != NIL {
+            self.prev[h as usize] = slot;
+        } else {
+            self.tail[set as usize] = slot;
+        }
+        self.head[set as usize] = slot;
+    }
+
+    fn unlink(&mut self, set: u32, slot: u32) {
+        let (p, n) = (self.prev[slot as usize], self.next[slot as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.head[set as usize] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.tail[set as usize] = p;
+        }
+    }
+
+    #[inline]
+    fn move_to_head(&mut self, set: u32, slot: u32) {
+        if self.head[set as usize] != slot {
+            self.unlink(set, slot);
+            self.push_head(set, slot);
+        }
+    }
+
+    fn move_to_tail(&mut self, set: u32, slot: u32) {
+        if self.tail[set as usize] == slot {
+            return;
+        }
+        self.unlink(set, slot);
+        let t = self.tail[set as usize];
+        self.next[slot as usize] = NIL;
+        self.prev[slot as usize] = t;
+        if t != NIL {
+            self.next[t as usize] = slot;
+        } else {
+            self.head[set as usize] = slot;
+        }
+        self.tail[set as usize] = slot;
+    }
+}
+
+/// Open-addressing (linear probing, backward-shift deletion) map from (tag, ASID) to slot.
+#[derive(Clone, Debug)]
+struct Index {
+    keys: Vec<u64>,
+    asids: Vec<u32>,
+    slots: Vec<u32>,
+    mask: usize,
+}
+
+impl Index {
+    fn new(entries: u32) -> Index {
+        let cap = (entries as usize * 4).next_power_of_two().max(16);
+        Index { keys: vec![INVALID; cap], asids: vec![0; cap], slots: vec![NIL; cap], mask: cap - 1 }
+    }
+
+    #[inline(always)]
+    fn home(&self, tag: u64, asid: u32) -> usize {
+        let h = (tag ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & self.mask
+    }
+
+    #[inline(always)]
+    fn get(&self, tag: u64, asid: u32) -> Option<u32> {
+        let mut i = self.home(tag, asid);
+        loop {
+            let k = self.keys[i];
+            if k == tag && self.asids[i] == asid {
+                return Some(self.slots[i]);
+            }
+            if k == INVALID {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, tag: u64, asid: u32, slot: u32) {
+        let mut i = self.home(tag, asid);
+        while self.keys[i] != INVALID {
+            i = (i + 1) & self.mask;
+        }
+        self.keys[i] = tag;
+        self.asids[i] = asid;
+        self.slots[i] = slot;
+    }
+
+    fn remove(&mut self, tag: u64, asid: u32) {
+        let mut i = self.home(tag, asid);
+        loop {
+            if self.keys[i] == INVALID {
+                return;
+            }
+            if self.keys[i] == tag && self.asids[i] == asid {
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        // Backward-shift deletion keeps probe sequences unbroken without tombstones.
+        let mut hole = i;
+        let mut j = (i + 1) & self.mask;
+        while self.keys[j] != INVALID {
+            let home = self.home(self.keys[j], self.asids[j]);
+            // Move j into the hole if its home does not lie cyclically in (hole, j].
+            let dist_home = j.wrapping_sub(home) & self.mask;
+            let dist_hole = j.wrapping_sub(hole) & self.mask;
+            if dist_home >= dist_hole {
+                self.keys[hole] = self.keys[j];
+                self.asids[hole] = self.asids[j];
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+            j = (j + 1) & self.mask;
+        }
+        self.keys[hole] = INVALID;
+    }
+}
+
+/// Frame of base page `vpn` given a TLB hit's data (for entries larger than the base page).
+#[inline(always)]
+pub fn frame_of(data: TlbData, vpn: Vpn, base: PageSize) -> Pfn {
+    let k = data.shift as u32 - base.shift();
+    Pfn(data.pfn + (vpn.0 & ((1u64 << k) - 1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tlb(entries: u32, ways: u32, policy: Policy) -> Tlb {
+        Tlb::new(Geometry { entries, ways, policy, seed: 1 }, PageSize::SIZE_4K).unwrap()
+    }
+
+    fn access(t: &mut Tlb, asid: u32, vpn: u64) -> bool {
+        if t.lookup(Asid(asid), Vpn(vpn)).is_some() {
+            return true;
+        }
+        t.insert(asid, Vpn(vpn), TlbData { pfn: vpn + 1000, shift: 12 });
+        false
+    }
+
+    #[test]
+    fn rejects_bad_geometry() {
+        let g = |entries, ways, policy| Tlb::new(Geometry { entries, ways, policy, seed: 0 }, PageSize::SIZE_4K);
+        assert_eq!(g(0, 1, Policy::Lru).unwrap_err(), GeometryError::ZeroEntries);
+        assert!(matches!(g(48, 5, Policy::Lru).unwrap_err(), GeometryError::BadWays { .. }));
+        assert!(matches!(g(48, 0, Policy::Lru).unwrap_err(), GeometryError::BadWays { .. }));
+        assert_eq!(g(48, 12, Policy::Plru).unwrap_err(), GeometryError::PlruWays(12));
+        assert!(g(48, 12, Policy::Lru).is_ok());
+        assert!(g(1536, 12, Policy::Lru).is_ok());
+    }
+
+    #[test]
+    fn fully_associative_lru_evicts_least_recent() {
+        for entries in [4, 64] {
+            let mut t = tlb(entries, entries, Policy::Lru);
+            for v in 0..entries as u64 {
+                assert!(!access(&mut t, 0, v));
+            }
+            assert!(access(&mut t, 0, 0)); // 0 becomes most recent; 1 is LRU
+            assert!(!access(&mut t, 0, 1000));
+            assert!(t.probe(Asid(0), Vpn(1)).is_none());
+            assert!(t.probe(Asid(0), Vpn(0)).is_some());
+        }
+    }
+
+    #[test]
+    fn repeated_hit_after_an_insertion_still_updates_lru() {
+        // 1 2 1 3 1 4: the second hit on 1 follows the insertion of 3, so 1 is most recent and 3
+        // must be the victim of 4.
+        for ways in [2, 32] {
+            let mut t = tlb(ways, ways, Policy::Lru);
+            for v in 0..ways as u64 - 2 {
+                access(&mut t, 0, 100 + v);
+            }
+            for v in [1, 2, 1, 3, 1, 4] {
+                access(&mut t, 0, v);
+            }
+            assert!(t.probe(Asid(0), Vpn(1)).is_some(), "{ways} ways");
+        }
+    }
+
+    #[test]
+    fn fifo_ignores_hits() {
+        let mut t = tlb(4, 4, Policy::Fifo);
+        for v in 0..4 {
+            access(&mut t, 0, v);
+        }
+        assert!(access(&mut t, 0, 0));
+        access(&mut t, 0, 9); // evicts 0, the first in
+        assert!(t.probe(Asid(0), Vpn(0)).is_none());
+        assert!(t.probe(Asid(0), Vpn(1)).is_some());
+    }
+
+    #[test]
+    fn asids_and_globals() {
+        for entries in [8, 64] {
+            let mut t = tlb(entries, entries, Policy::Lru);
+            access(&mut t, 1, 5);
+            assert!(t.lookup(Asid(2), Vpn(5)).is_none());
+            assert!(t.lookup(Asid(1), Vpn(5)).is_some());
+            t.insert(GLOBAL, Vpn(7), TlbData { pfn: 1, shift: 12 });
+            assert!(t.lookup(Asid(2), Vpn(7)).is_some());
+            assert!(t.lookup(Asid(3), Vpn(7)).is_some());
+            assert_eq!(t.flush_non_global(), 1);
+            assert!(t.lookup(Asid(1), Vpn(5)).is_none());
+            assert!(t.lookup(Asid(3), Vpn(7)).is_some());
+        }
+    }
+
+    #[test]
+    fn invalidation_frees_ways_first() {
+        let mut t = tlb(4, 4, Policy::Random);
+        for v in 0..4 {
+            access(&mut t, 0, v);
+        }
+        assert_eq!(t.invalidate_range(Asid(0), Vpn(2), Vpn(2)), 1);
+        assert_eq!(t.occupancy(), 3);
+        access(&mut t, 0, 50);
+        // The empty way was filled: nothing else was evicted.
+        for v in [0, 1, 3, 50] {
+            assert!(t.probe(Asid(0), Vpn(v)).is_some(), "{v}");
+        }
+    }
+
+    #[test]
+    fn index_survives_churn() {
+        // Exercise backward-shift deletion against a naive model.
+        let mut t = tlb(128, 128, Policy::Lru);
+        let mut x = 12345u64;
+        let mut model: Vec<u64> = Vec::new();
+        for _ in 0..20000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x % 300;
+            let hit = access(&mut t, 0, v);
+            let pos = model.iter().position(|&m| m == v);
+            assert_eq!(hit, pos.is_some());
+            if let Some(p) = pos {
+                model.remove(p);
+            } else if model.len() == 128 {
+                model.pop();
+            }
+            model.insert(0, v);
+        }
+    }
+}
