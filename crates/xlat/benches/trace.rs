@@ -2,11 +2,14 @@
 //! zstd-compressed, from memory), xtr encoding and the synthetic generators (records/s).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use std::io::Cursor;
+use std::sync::Arc;
 use xlat::trace::gen::{GenSpec, Generator, Pattern, Rng};
 use xlat::trace::lackey::{LackeyReader, LackeyWriter};
-use xlat::trace::open::{decompress, Compression};
+
+use xlat::trace::open::{decompress, reader_from_stream, Compression};
 use xlat::trace::xtr::{encode_to_vec, XtrReader};
-use xlat::trace::{Kind, Record, TraceReader, TraceWriter, BATCH};
+use xlat::trace::{Format, Kind, Record, TraceReader, TraceWriter, BATCH};
 
 /// A program-like mix: sequential instruction fetches of x86-like lengths with occasional
 /// jumps, ~40% of instructions loading from stack or heap, ~15% storing.
@@ -98,6 +101,20 @@ fn xtr(c: &mut Criterion) {
             assert_eq!(drain(&mut r, &mut batch), n as u64);
         })
     });
+    g.bench_function("zstd_decompress_only", |b| {
+        b.iter(|| {
+            let mut d = zstd::stream::read::Decoder::new(&zst[..]).unwrap();
+            assert_eq!(std::io::copy(&mut d, &mut std::io::sink()).unwrap(), raw.len() as u64);
+        })
+    });
+    let shared: Arc<[u8]> = zst.clone().into();
+    g.bench_function("decode_zstd_read_ahead", |b| {
+        b.iter(|| {
+            let input = Box::new(Cursor::new(shared.clone()));
+            let (mut r, _) = reader_from_stream(input, "bench", Some(Format::Xtr), None).unwrap();
+            assert_eq!(drain(&mut *r, &mut batch), n as u64);
+        })
+    });
     g.bench_function("encode_raw", |b| b.iter(|| black_box(encode_to_vec(&recs, Compression::None).unwrap().len())));
     g.finish();
 }
@@ -111,6 +128,7 @@ fn generators(c: &mut Criterion) {
     for (name, pattern, footprint) in [
         ("sequential", Pattern::Sequential, 1u64 << 30),
         ("uniform", Pattern::Uniform, 1 << 30),
+        ("zipf_32MiB", Pattern::Zipf, 1 << 25),
         ("zipf_1GiB", Pattern::Zipf, 1 << 30),
         ("zipf_64GiB", Pattern::Zipf, 1 << 36),
     ] {

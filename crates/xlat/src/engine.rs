@@ -201,10 +201,26 @@ impl System {
         &self.os
     }
 
-    /// Counters, with cycles brought up to date.
+    /// Counters, with the walk totals and cycles brought up to date.
     pub fn stats(&self) -> SystemStats {
         let mut s = self.stats.clone();
-        s.cycles.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
+        let w = &mut s.walks;
+        w.memory_refs = self.rec.mem_refs;
+        w.cache_lines = self.rec.cache_lines;
+        w.nested_misses = self.rec.nested_misses;
+        w.pwc_hits = self.rec.pwc_hits;
+        let cost = &self.config.cost;
+        let c = &mut s.cycles;
+        c.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
+        c.walk_memory = match &self.cache {
+            Some(cache) => w.cache_hits * cache.hit_cycles + w.cache_misses * cache.miss_cycles,
+            None => w.memory_refs * cost.memory_cycles,
+        };
+        c.refill_overhead = match self.refill {
+            Refill::Hardware => w.count * cost.walker_cycles,
+            Refill::Software => (w.count + w.nested_misses) * cost.trap_cycles,
+        };
+        c.page_fault = s.page_faults * cost.page_fault_cycles;
         s
     }
 
@@ -243,7 +259,7 @@ impl System {
         for k in 0..path.len as usize {
             let t = path.levels[k] as usize;
             self.stats.tlb[t].accesses += 1;
-            if let Some((_, data)) = self.structures[t].tlb.lookup(self.asid, vpn) {
+            if let Some(data) = self.structures[t].tlb.lookup(self.asid, vpn) {
                 self.stats.tlb[t].hits += 1;
                 if k > 0 {
                     self.fill(&path.levels[..k], vpn, data);
@@ -275,7 +291,10 @@ impl System {
                 va_bits: self.config.page_table.va_bits,
             });
         }
-        self.rec.reset();
+        // The walk record's counters accumulate over the run (they are the walk totals); only
+        // its address list is per walk.
+        self.rec.begin_walk();
+        let refs_before = self.rec.mem_refs;
         // A reserved partition counts its own lookups; page-table translations that compete in
         // a main structure show up as nested misses and evictions only, so that structure's
         // accesses stay equal to the lookups that reached it.
@@ -283,6 +302,7 @@ impl System {
         let pt_stats = &mut self.stats.tlb[self.pt_tlb];
         let mut env = PtTlbEnv { tlb: &mut self.structures[self.pt_tlb].tlb, stats: pt_stats, dedicated };
         let walked = self.pt.walk(asid, vpn, &mut env, &mut self.rec);
+        self.stats.walks.count += 1;
         let pte = match walked {
             Some(pte) => pte,
             None => {
@@ -293,40 +313,22 @@ impl System {
                 let pte = Pte { pfn, size: self.page_size };
                 self.pt.map(asid, vpn, pte);
                 self.stats.page_faults += 1;
-                self.stats.cycles.page_fault += self.config.cost.page_fault_cycles;
                 pte
             }
         };
-        let rec = &self.rec;
-        let w = &mut self.stats.walks;
-        w.count += 1;
-        w.memory_refs += rec.mem_refs as u64;
-        w.cache_lines += rec.cache_lines as u64;
-        w.nested_misses += rec.nested_misses as u64;
-        w.pwc_hits += rec.pwc_hits as u64;
-        let cost = &self.config.cost;
-        match &mut self.cache {
-            Some(cache) => {
-                // References beyond the recorded ones (very deep walks) are charged as misses.
-                for a in &rec.addrs[..rec.n_addrs as usize] {
-                    if cache.access(a.0) {
-                        w.cache_hits += 1;
-                        self.stats.cycles.walk_memory += cache.hit_cycles;
-                    } else {
-                        w.cache_misses += 1;
-                        self.stats.cycles.walk_memory += cache.miss_cycles;
-                    }
+        if let Some(cache) = &mut self.cache {
+            let rec = &self.rec;
+            let w = &mut self.stats.walks;
+            for a in &rec.addrs[..rec.n_addrs as usize] {
+                if cache.access(a.0) {
+                    w.cache_hits += 1;
+                } else {
+                    w.cache_misses += 1;
                 }
-                let unrecorded = (rec.mem_refs - rec.n_addrs) as u64;
-                w.cache_misses += unrecorded;
-                self.stats.cycles.walk_memory += unrecorded * cache.miss_cycles;
             }
-            None => self.stats.cycles.walk_memory += rec.mem_refs as u64 * cost.memory_cycles,
+            // References beyond the recorded ones (very deep walks) are charged as misses.
+            w.cache_misses += (rec.mem_refs - refs_before) - rec.n_addrs;
         }
-        self.stats.cycles.refill_overhead += match self.refill {
-            Refill::Hardware => cost.walker_cycles,
-            Refill::Software => cost.trap_cycles * (1 + rec.nested_misses as u64),
-        };
         let data = TlbData { pfn: pte.pfn.0, shift: self.page_size.shift() as u8 };
         self.fill(&path.levels[..path.len as usize], vpn, data);
         Ok(())

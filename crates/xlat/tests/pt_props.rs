@@ -141,7 +141,7 @@ fn check_walk(
     prop_assert_eq!(got, want.map(pte));
     prop_assert_eq!(rec.n_addrs, rec.mem_refs);
     // Paper accounting: lines are the references, less the bucket pointer of hashed tables.
-    let bucket = matches!(pt.kind(), Kind::Hashed | Kind::Clustered) as u32;
+    let bucket = matches!(pt.kind(), Kind::Hashed | Kind::Clustered) as u64;
     if paper {
         prop_assert_eq!(rec.cache_lines + bucket, rec.mem_refs);
     } else {
@@ -290,7 +290,7 @@ fn average_lines(cfg: &PageTableConfig, n: usize, seed: u64) -> (f64, f64) {
     for &(a, v) in &pages {
         let mut rec = WalkRecord::default();
         assert_eq!(pt.walk(Asid(a), Vpn(v), &mut NoTlb, &mut rec), Some(pte(v)));
-        lines += rec.cache_lines as u64;
+        lines += rec.cache_lines;
     }
     let alpha = match &pt {
         PageTable::Hashed(t) => t.load_factor(),

@@ -257,7 +257,7 @@ impl Chained {
     pub(crate) fn walk(&self, asid: Asid, vpn: Vpn, rec: &mut WalkRecord) -> Option<Pte> {
         let (tag, boff) = self.split(vpn);
         let b = self.bucket(asid, tag);
-        let mut lines = self.lines.tracker();
+        let mut lines = self.lines.tracker(rec);
         lines.read_aux(rec, self.bucket_base + b as u64 * BUCKET_BYTES, BUCKET_BYTES);
         let mut i = self.heads[b];
         while i != NIL {

@@ -172,18 +172,14 @@ pub(crate) struct LineTracker {
     lines: u32,
     obj: u64,
     obj_last: u64,
-    seen: [u64; SEEN],
-    n_seen: usize,
 }
 
-/// Lines remembered for layout deduplication; beyond this a walk counts further lines as new
-/// (a walk touching more than this many distinct lines is already pathological).
-const SEEN: usize = 32;
-
 impl LineTracker {
+    /// A tracker for one walk recording into `rec` (whose layout line set it clears).
     #[inline(always)]
-    pub(crate) fn new(line_shift: u32, layout: bool) -> LineTracker {
-        LineTracker { shift: line_shift, layout, lines: 0, obj: u64::MAX, obj_last: 0, seen: [0; SEEN], n_seen: 0 }
+    pub(crate) fn new(line_shift: u32, layout: bool, rec: &mut WalkRecord) -> LineTracker {
+        rec.n_seen = 0;
+        LineTracker { shift: line_shift, layout, lines: 0, obj: u64::MAX, obj_last: 0 }
     }
 
     /// A read of `len` bytes at `base + off`, inside the object starting at `base`. Reads within
@@ -206,7 +202,7 @@ impl LineTracker {
             self.obj_last = line;
         }
         if self.layout {
-            self.layout_lines(base + off, len);
+            self.layout_lines(rec, base + off, len);
         }
     }
 
@@ -217,20 +213,21 @@ impl LineTracker {
         rec.push_ref(PhysAddr(addr));
         self.obj = u64::MAX;
         if self.layout {
-            self.layout_lines(addr, len);
+            self.layout_lines(rec, addr, len);
         }
     }
 
     #[inline(always)]
-    fn layout_lines(&mut self, addr: u64, len: u64) {
+    fn layout_lines(&mut self, rec: &mut WalkRecord, addr: u64, len: u64) {
         let first = addr >> self.shift;
         let last = (addr + len - 1) >> self.shift;
         for line in first..=last {
-            if !self.seen[..self.n_seen].contains(&line) {
+            let n = rec.n_seen as usize;
+            if !rec.seen[..n].contains(&line) {
                 self.lines += 1;
-                if self.n_seen < SEEN {
-                    self.seen[self.n_seen] = line;
-                    self.n_seen += 1;
+                if n < rec.seen.len() {
+                    rec.seen[n] = line;
+                    rec.n_seen += 1;
                 }
             }
         }
@@ -239,7 +236,7 @@ impl LineTracker {
     /// Adds the walk's lines to `rec`.
     #[inline(always)]
     pub(crate) fn finish(self, rec: &mut WalkRecord) {
-        rec.cache_lines += self.lines;
+        rec.cache_lines += self.lines as u64;
     }
 }
 
@@ -252,8 +249,8 @@ pub(crate) struct LineCfg {
 
 impl LineCfg {
     #[inline(always)]
-    pub(crate) fn tracker(self) -> LineTracker {
-        LineTracker::new(self.shift, self.layout)
+    pub(crate) fn tracker(self, rec: &mut WalkRecord) -> LineTracker {
+        LineTracker::new(self.shift, self.layout, rec)
     }
 }
 
@@ -299,7 +296,7 @@ mod tests {
     #[test]
     fn paper_lines_count_per_object() {
         let mut r = rec();
-        let mut t = LineTracker::new(6, false);
+        let mut t = LineTracker::new(6, false, &mut r);
         // 144-byte clustered PTE: tag and next at 0..16 (one reference), mapping word 10 at
         // 16 + 80 = 96, in the object's second line (another).
         t.read(&mut r, 0x1008, 0, 8);
@@ -309,7 +306,7 @@ mod tests {
         t.read(&mut r, 0x1010, 0, 8);
         t.read_aux(&mut r, 0x5000, 8);
         // A 16-byte entry over 8-byte lines: two references.
-        let mut t2 = LineTracker::new(3, false);
+        let mut t2 = LineTracker::new(3, false, &mut r);
         t2.read(&mut r, 0x2000, 0, 16);
         t.finish(&mut r);
         assert_eq!(r.cache_lines, 3);
@@ -323,7 +320,7 @@ mod tests {
     #[test]
     fn layout_lines_are_distinct_aligned_blocks() {
         let mut r = rec();
-        let mut t = LineTracker::new(6, true);
+        let mut t = LineTracker::new(6, true, &mut r);
         t.read(&mut r, 0x1008, 0, 8);
         t.read(&mut r, 0x1008, 8, 8);
         t.read(&mut r, 0x1008, 96, 8); // 0x1068 -> line 0x41

@@ -170,7 +170,7 @@ impl LinearTable {
             return None;
         }
         let pte_bytes = t.pte_bytes;
-        let mut lines = self.lines.tracker();
+        let mut lines = self.lines.tracker(rec);
         loop {
             let idx = t.index(k, vpn);
             lines.read(rec, t.entry_addr(k, path[k], idx), 0, pte_bytes);

@@ -172,17 +172,21 @@ pub const MAX_WALK_REFS: usize = 64;
 pub struct WalkRecord {
     /// Memory references made (PTE/PTP/tag/bucket reads): one per cache line of a page-table
     /// object read, the object taken to start on a line boundary (see `docs/page-tables.md`).
-    pub mem_refs: u32,
+    pub mem_refs: u64,
     /// Distinct cache lines touched, under the configured [`LineAccounting`].
-    pub cache_lines: u32,
+    pub cache_lines: u64,
     /// Nested TLB misses taken by the walk itself (linear tables: misses on page-table pages).
-    pub nested_misses: u32,
+    pub nested_misses: u64,
     /// Page-walk-cache hits (radix).
-    pub pwc_hits: u32,
+    pub pwc_hits: u64,
     /// Physical addresses read, in order (first [`MAX_WALK_REFS`]); for the data-cache cost model.
     pub addrs: [PhysAddr; MAX_WALK_REFS],
     /// Number of valid entries in `addrs`.
-    pub n_addrs: u32,
+    pub n_addrs: u64,
+    /// Lines seen by the current walk under layout accounting (scratch; a walk touching more
+    /// distinct lines than this counts the rest as new).
+    pub(crate) seen: [u64; 32],
+    pub(crate) n_seen: u32,
 }
 
 impl Default for WalkRecord {
@@ -194,6 +198,8 @@ impl Default for WalkRecord {
             pwc_hits: 0,
             addrs: [PhysAddr(0); MAX_WALK_REFS],
             n_addrs: 0,
+            seen: [0; 32],
+            n_seen: 0,
         }
     }
 }
@@ -206,6 +212,13 @@ impl WalkRecord {
         self.cache_lines = 0;
         self.nested_misses = 0;
         self.pwc_hits = 0;
+        self.n_addrs = 0;
+    }
+
+    /// Starts another walk without clearing the counters: they keep accumulating over walks
+    /// (the engine's totals), only the recorded addresses start afresh.
+    #[inline]
+    pub fn begin_walk(&mut self) {
         self.n_addrs = 0;
     }
 

@@ -241,7 +241,7 @@ impl RadixTable {
             }
         }
         let pte_bytes = t.pte_bytes;
-        let mut lines = self.lines.tracker();
+        let mut lines = self.lines.tracker(rec);
         loop {
             let idx = t.index(k, vpn);
             lines.read(rec, t.entry_addr(k, node, idx), 0, pte_bytes);

@@ -93,10 +93,9 @@ pub struct Tlb {
     asids: Vec<u32>,
     data: Vec<TlbData>,
     /// Per-set list of ways: head is most recently inserted (FIFO) / used (LRU); invalid at tail.
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    order: Order,
+    /// `sets - 1` when `sets` is a power of two (set index by mask), else `u64::MAX` (modulo).
+    set_mask: u64,
     policy: PolicyState,
     index: Option<Index>,
     globals: u32,
@@ -105,6 +104,7 @@ pub struct Tlb {
     last_slot: u32,
     last_tag: u64,
     last_asid: u32,
+    last_data: TlbData,
 }
 
 impl Tlb {
@@ -122,31 +122,23 @@ impl Tlb {
         }
         let sets = entries / ways;
         let n = entries as usize;
-        let mut tlb = Tlb {
+        Ok(Tlb {
             geometry,
             sets,
             sizes: vec![page_size],
             tags: vec![INVALID; n],
             asids: vec![0; n],
             data: vec![TlbData::default(); n],
-            next: vec![NIL; n],
-            prev: vec![NIL; n],
-            head: vec![NIL; sets as usize],
-            tail: vec![NIL; sets as usize],
+            order: Order::new(sets, ways),
+            set_mask: if sets.is_power_of_two() { sets as u64 - 1 } else { u64::MAX },
             policy: PolicyState::new(policy, sets, ways, seed),
             index: (ways > SCAN_WAYS).then(|| Index::new(entries)),
             globals: 0,
             last_slot: NIL,
             last_tag: INVALID,
             last_asid: 0,
-        };
-        // Initial order: way 0 at the tail, so empty ways fill in index order.
-        for s in 0..sets {
-            for w in 0..ways {
-                tlb.push_head(s, s * ways + w);
-            }
-        }
-        Ok(tlb)
+            last_data: TlbData::default(),
+        })
     }
 
     /// The geometry this TLB was built with.
@@ -166,32 +158,51 @@ impl Tlb {
 
     #[inline(always)]
     fn set_of(&self, tag: u64) -> u32 {
-        if self.sets == 1 {
-            0
+        if self.set_mask != u64::MAX {
+            (tag & self.set_mask) as u32
         } else {
             (tag % self.sets as u64) as u32
         }
     }
 
+    /// The set of a slot (no division for fully associative TLBs).
+    #[inline(always)]
+    fn set_of_slot(&self, slot: u32) -> u32 {
+        if self.sets == 1 {
+            0
+        } else {
+            slot / self.geometry.ways
+        }
+    }
+
     /// Looks up base page `vpn` of `asid` (VPN in units of the TLB's base page size). On a hit,
-    /// updates the replacement state and returns the slot and the entry's data.
-    #[inline]
-    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<(u32, TlbData)> {
+    /// updates the replacement state and returns the entry's data.
+    ///
+    /// The repeated hit on the previous slot (most references of real programs) is answered
+    /// inline without touching the arrays; everything else goes through an out-of-line path.
+    #[inline(always)]
+    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
+        if vpn.0 == self.last_tag && asid.0 == self.last_asid {
+            return Some(self.last_data);
+        }
+        self.lookup_slow(asid, vpn)
+    }
+
+    #[inline(never)]
+    fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
         let tag = vpn.0;
-        if tag == self.last_tag && (asid.0 == self.last_asid || self.asids[self.last_slot as usize] == GLOBAL) {
-            let slot = self.last_slot;
-            return Some((slot, self.data[slot as usize]));
-        }
         let slot = self.find(asid.0, tag)?;
-        let set = slot / self.geometry.ways;
-        if self.policy.touches_order_on_hit() {
-            self.move_to_head(set, slot);
+        let set = self.set_of_slot(slot);
+        match &mut self.policy {
+            PolicyState::Lru => self.order.move_to_head(set, slot),
+            p => p.on_hit(set, slot - set * self.geometry.ways),
         }
-        self.policy.on_hit(set, slot - set * self.geometry.ways);
+        let data = self.data[slot as usize];
         self.last_slot = slot;
         self.last_tag = tag;
         self.last_asid = asid.0;
-        Some((slot, self.data[slot as usize]))
+        self.last_data = data;
+        Some(data)
     }
 
     /// Looks for the translation without changing any replacement state.
@@ -238,7 +249,7 @@ impl Tlb {
         // An insertion reorders its set (and may clear NRU bits or flip PLRU bits).
         self.last_slot = NIL;
         self.last_tag = INVALID;
-        let tail = self.tail[set as usize];
+        let tail = self.order.tail(set);
         let slot = if self.tags[tail as usize] == INVALID {
             tail
         } else {
@@ -261,7 +272,7 @@ impl Tlb {
         if let Some(index) = &mut self.index {
             index.insert(tag, asid, slot);
         }
-        self.move_to_head(set, slot);
+        self.order.move_to_head(set, slot);
         self.policy.on_fill(set, slot - set * ways);
         evicted
     }
@@ -285,9 +296,9 @@ impl Tlb {
         self.forget(slot);
         let s = slot as usize;
         self.tags[s] = INVALID;
-        let set = slot / self.geometry.ways;
+        let set = self.set_of_slot(slot);
         self.policy.on_invalidate(set, slot - set * self.geometry.ways);
-        self.move_to_tail(set, slot);
+        self.order.move_to_tail(set, slot);
     }
 
     /// Invalidates every entry of `asid` (not global ones) whose base pages intersect
@@ -341,57 +352,82 @@ impl Tlb {
     pub fn entries(&self) -> Vec<TlbEntry> {
         (0..self.tags.len() as u32).filter(|&s| self.tags[s as usize] != INVALID).map(|s| self.entry(s)).collect()
     }
+}
 
-    // --- per-set order list -------------------------------------------------------------
+/// Per-set doubly linked lists of slots (head: most recent; tail: next victim), as one array of
+/// `[prev, next]` links and one of `[head, tail]` ends.
+#[derive(Clone, Debug)]
+struct Order {
+    links: Vec<[u32; 2]>,
+    ends: Vec<[u32; 2]>,
+}
 
-    fn push_head(&mut self, set: u32, slot: u32) {
-        let h = self.head[set as usize];
-        self.prev[slot as usize] = NIL;
-        self.next[slot as usize] = h;
-        if h != NIL {
-            self.prev[h as usize] = slot;
-        } else {
-            self.tail[set as usize] = slot;
+impl Order {
+    /// Every set ordered so that way 0 is at the tail: empty ways fill in index order.
+    fn new(sets: u32, ways: u32) -> Order {
+        let mut links = vec![[NIL; 2]; (sets * ways) as usize];
+        let mut ends = vec![[NIL; 2]; sets as usize];
+        for s in 0..sets {
+            let base = s * ways;
+            for w in 0..ways {
+                let slot = (base + w) as usize;
+                links[slot] = [if w + 1 < ways { base + w + 1 } else { NIL }, if w > 0 { base + w - 1 } else { NIL }];
+            }
+            ends[s as usize] = [base + ways - 1, base];
         }
-        self.head[set as usize] = slot;
+        Order { links, ends }
     }
 
+    #[inline(always)]
+    fn tail(&self, set: u32) -> u32 {
+        self.ends[set as usize][1]
+    }
+
+    #[inline(always)]
     fn unlink(&mut self, set: u32, slot: u32) {
-        let (p, n) = (self.prev[slot as usize], self.next[slot as usize]);
+        let [p, n] = self.links[slot as usize];
         if p != NIL {
-            self.next[p as usize] = n;
+            self.links[p as usize][1] = n;
         } else {
-            self.head[set as usize] = n;
+            self.ends[set as usize][0] = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            self.links[n as usize][0] = p;
         } else {
-            self.tail[set as usize] = p;
+            self.ends[set as usize][1] = p;
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn move_to_head(&mut self, set: u32, slot: u32) {
-        if self.head[set as usize] != slot {
-            self.unlink(set, slot);
-            self.push_head(set, slot);
-        }
-    }
-
-    fn move_to_tail(&mut self, set: u32, slot: u32) {
-        if self.tail[set as usize] == slot {
+        let h = self.ends[set as usize][0];
+        if h == slot {
             return;
         }
         self.unlink(set, slot);
-        let t = self.tail[set as usize];
-        self.next[slot as usize] = NIL;
-        self.prev[slot as usize] = t;
-        if t != NIL {
-            self.next[t as usize] = slot;
+        let h = self.ends[set as usize][0];
+        self.links[slot as usize] = [NIL, h];
+        if h != NIL {
+            self.links[h as usize][0] = slot;
         } else {
-            self.head[set as usize] = slot;
+            self.ends[set as usize][1] = slot;
         }
-        self.tail[set as usize] = slot;
+        self.ends[set as usize][0] = slot;
+    }
+
+    fn move_to_tail(&mut self, set: u32, slot: u32) {
+        if self.ends[set as usize][1] == slot {
+            return;
+        }
+        self.unlink(set, slot);
+        let t = self.ends[set as usize][1];
+        self.links[slot as usize] = [t, NIL];
+        if t != NIL {
+            self.links[t as usize][1] = slot;
+        } else {
+            self.ends[set as usize][0] = slot;
+        }
+        self.ends[set as usize][1] = slot;
     }
 }
 

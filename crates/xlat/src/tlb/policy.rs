@@ -68,12 +68,6 @@ impl PolicyState {
         }
     }
 
-    /// True if a hit moves the way to the head of the order list (LRU only).
-    #[inline(always)]
-    pub(super) fn touches_order_on_hit(&self) -> bool {
-        matches!(self, PolicyState::Lru)
-    }
-
     #[inline(always)]
     pub(super) fn on_hit(&mut self, set: u32, way: u32) {
         match self {

@@ -12,8 +12,9 @@ use super::{Kind, ReaderStats, Record, TraceError, TraceReader};
 pub const BASE: u64 = 0x1000_0000;
 /// Page granularity of [`Pattern::Zipf`].
 pub const ZIPF_PAGE: u64 = 4096;
-/// Ranks sampled from a table in [`Pattern::Zipf`]; rarer ranks use rejection-inversion.
-const ZIPF_HEAD: u64 = 1 << 16;
+/// Ranks sampled from a table in [`Pattern::Zipf`] (64 KB, cache-resident); rarer ranks use
+/// rejection-inversion.
+const ZIPF_HEAD: u64 = 1 << 13;
 
 /// How addresses are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +33,9 @@ pub enum Pattern {
     /// `k^-zipf_s`. Ranks are mapped to pages by a seed-dependent pseudo-random permutation, so
     /// hot pages are scattered over the footprint rather than adjacent (rank 1, the most
     /// frequent, is usually not the first page). Within the chosen page the offset is uniform,
-    /// aligned to `access_size`. Sampling is exact: a Walker alias table for the 65536 most
-    /// frequent ranks (512 KB at most) and rejection-inversion (Hörmann and Derflinger) for the
-    /// rest, so memory stays bounded for any footprint.
+    /// aligned to `access_size`. Sampling is exact (to 2^-32): a Walker alias table for the 8192
+    /// most frequent ranks (64 KB at most) and rejection-inversion (Hörmann and Derflinger) for
+    /// the rest, so memory stays bounded for any footprint.
     Zipf,
 }
 
@@ -272,7 +273,7 @@ struct Zipf {
     /// Alias table over the head ranks: (threshold, alias).
     table: Vec<(u32, u32)>,
     head: u64,
-    /// Probability (scaled to 2^64) that the rank is in the head.
+    /// Probability (scaled to 2^32; 2^32 when there is no tail) that the rank is in the head.
     p_head: u64,
     tail: Option<Tail>,
 }
@@ -285,9 +286,9 @@ impl Zipf {
         let (tail, p_head) = if n > head {
             let w_tail = zeta_range(head + 1, n, s);
             let p = w_head / (w_head + w_tail);
-            (Some(Tail::new(head + 1, n, s)), (p * 2f64.powi(64)).min(u64::MAX as f64) as u64)
+            (Some(Tail::new(head + 1, n, s)), (p * 2f64.powi(32)).round() as u64)
         } else {
-            (None, u64::MAX)
+            (None, 1 << 32)
         };
         // Vose's alias method.
         let m = head as usize;
@@ -310,9 +311,9 @@ impl Zipf {
     }
 
     #[inline(always)]
-    fn sample(&self, rng: &mut Rng) -> u64 {
-        if let Some(t) = &self.tail {
-            if rng.next_u64() >= self.p_head {
+    fn sample(&self, rng: &mut Rng, r1: u64) -> u64 {
+        if (r1 >> 32) >= self.p_head {
+            if let Some(t) = &self.tail {
                 return t.sample(rng) - 1;
             }
         }
@@ -328,7 +329,7 @@ impl Zipf {
 }
 
 /// A seed-dependent permutation of `[0, n)` (cycle-walking over a bijection of `[0, 2^bits)`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Scramble {
     n: u64,
     mask: u64,
@@ -444,6 +445,23 @@ impl Generator {
     }
 }
 
+/// Appends `n` records made by `f`, through a stack chunk (one copy per 128 records rather
+/// than a length update per record).
+#[inline(always)]
+fn fill(out: &mut Vec<Record>, n: usize, mut f: impl FnMut() -> Record) {
+    const CHUNK: usize = 128;
+    let mut chunk = [Record::Marker { id: 0 }; CHUNK];
+    let mut left = n;
+    while left > 0 {
+        let m = left.min(CHUNK);
+        for slot in &mut chunk[..m] {
+            *slot = f();
+        }
+        out.extend_from_slice(&chunk[..m]);
+        left -= m;
+    }
+}
+
 impl TraceReader for Generator {
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
         out.clear();
@@ -451,37 +469,42 @@ impl TraceReader for Generator {
         out.reserve(n);
         let size = self.spec.access_size;
         let (thr, fixed) = (self.store_thr, self.fixed_kind);
-        let rng = &mut self.rng;
+        let mut rng = self.rng.clone();
         match self.spec.pattern {
             Pattern::Sequential | Pattern::Strided => {
                 let (mut off, step, last) = (self.offset, self.step, self.last_offset);
-                for _ in 0..n {
-                    out.push(Record::Access { kind: Self::kind(rng, thr, fixed), size, addr: BASE + off });
+                fill(out, n, || {
+                    let r = Record::Access { kind: Self::kind(&mut rng, thr, fixed), size, addr: BASE + off };
                     off = match off.checked_add(step) {
                         Some(o) if o <= last => o,
                         _ => 0,
                     };
-                }
+                    r
+                });
                 self.offset = off;
             }
             Pattern::Uniform => {
                 let slots = self.slots;
-                for _ in 0..n {
-                    let kind = Self::kind(rng, thr, fixed);
-                    out.push(Record::Access { kind, size, addr: BASE + rng.below(slots) * size as u64 });
-                }
+                fill(out, n, || {
+                    let kind = Self::kind(&mut rng, thr, fixed);
+                    Record::Access { kind, size, addr: BASE + rng.below(slots) * size as u64 }
+                });
             }
             Pattern::Zipf => {
                 let (zipf, scramble) = self.zipf.as_ref().unwrap();
+                let scramble = *scramble;
                 let slots = self.slots;
-                for _ in 0..n {
-                    let kind = Self::kind(rng, thr, fixed);
-                    let page = scramble.map(zipf.sample(rng));
-                    let addr = BASE + page * ZIPF_PAGE + rng.below(slots) * size as u64;
-                    out.push(Record::Access { kind, size, addr });
-                }
+                fill(out, n, || {
+                    let kind = Self::kind(&mut rng, thr, fixed);
+                    // High half: head or tail; low half: the slot in the page.
+                    let r1 = rng.next_u64();
+                    let page = scramble.map(zipf.sample(&mut rng, r1));
+                    let slot = ((r1 & 0xffff_ffff) * slots) >> 32;
+                    Record::Access { kind, size, addr: BASE + page * ZIPF_PAGE + slot * size as u64 }
+                });
             }
         }
+        self.rng = rng;
         self.done += n as u64;
         Ok(n)
     }
@@ -505,7 +528,8 @@ mod tests {
             let draws = 400_000;
             let mut counts = vec![0u64; n as usize];
             for _ in 0..draws {
-                counts[z.sample(&mut rng) as usize] += 1;
+                let r1 = rng.next_u64();
+                counts[z.sample(&mut rng, r1) as usize] += 1;
             }
             let total: f64 = (1..=n).map(|k| (k as f64).powf(-s)).sum();
             for (i, &c) in counts.iter().enumerate() {

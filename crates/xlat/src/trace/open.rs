@@ -27,6 +27,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Cursor, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::champsim::{ChampsimReader, ChampsimWriter};
 use super::lackey::{LackeyReader, LackeyWriter};
@@ -192,6 +193,89 @@ impl<W: Write> Write for CompressedWriter<W> {
     }
 }
 
+/// Bytes per read-ahead chunk.
+const AHEAD_CHUNK: usize = 1 << 18;
+/// Chunks decoded ahead of the reader.
+const AHEAD_DEPTH: usize = 4;
+
+/// A reader that pulls `inner` on a background thread, up to [`AHEAD_DEPTH`] chunks of
+/// 256 KiB ahead, so that decompression overlaps decoding. Memory stays bounded.
+///
+/// The thread ends when `inner` ends or fails, or when the `ReadAhead` is dropped (at its
+/// next chunk).
+pub struct ReadAhead {
+    rx: Receiver<io::Result<(Vec<u8>, usize)>>,
+    recycle: SyncSender<Vec<u8>>,
+    cur: Vec<u8>,
+    off: usize,
+    len: usize,
+    done: bool,
+}
+
+impl ReadAhead {
+    /// Starts reading `inner` on a new thread.
+    pub fn new<R: Read + Send + 'static>(mut inner: R) -> io::Result<ReadAhead> {
+        let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(AHEAD_DEPTH);
+        let (recycle, recycled) = sync_channel::<Vec<u8>>(AHEAD_DEPTH + 2);
+        std::thread::Builder::new().name("xlat-read-ahead".into()).spawn(move || loop {
+            let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![0u8; AHEAD_CHUNK]);
+            let mut n = 0;
+            let res = loop {
+                if n == buf.len() {
+                    break Ok(());
+                }
+                match inner.read(&mut buf[n..]) {
+                    Ok(0) => break Ok(()),
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            // A chunk shorter than the buffer marks the end; an exactly full last chunk is
+            // followed by an empty one.
+            let last = n < buf.len() || res.is_err();
+            let msg = res.map(|()| (buf, n));
+            if tx.send(msg).is_err() || last {
+                return;
+            }
+        })?;
+        Ok(ReadAhead { rx, recycle, cur: Vec::new(), off: 0, len: 0, done: false })
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.off == self.len {
+            if self.done || out.is_empty() {
+                return Ok(0);
+            }
+            if !self.cur.is_empty() {
+                let _ = self.recycle.try_send(std::mem::take(&mut self.cur));
+            }
+            match self.rx.recv() {
+                Ok(Ok((buf, n))) => {
+                    self.done = n < buf.len();
+                    self.cur = buf;
+                    self.off = 0;
+                    self.len = n;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Err(io::Error::other("read-ahead thread stopped"));
+                }
+            }
+        }
+        let n = out.len().min(self.len - self.off);
+        out[..n].copy_from_slice(&self.cur[self.off..self.off + n]);
+        self.off += n;
+        Ok(n)
+    }
+}
+
 fn io_err(path: &str, error: io::Error) -> TraceError {
     TraceError::Io { source_name: path.to_string(), error }
 }
@@ -297,7 +381,8 @@ fn unknown_format(path: &str, what: &str) -> TraceError {
 }
 
 /// Builds a reader of `format` (detected from the content and `name` if `None`) over an already
-/// opened byte stream, undoing any compression. Returns the reader and the format used.
+/// opened byte stream, undoing any compression (on a [`ReadAhead`] thread). Returns the reader
+/// and the format used.
 pub fn reader_from_stream(
     stream: Box<dyn Read + Send>,
     name: &str,
@@ -306,6 +391,9 @@ pub fn reader_from_stream(
 ) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
     let (mut stream, layers) =
         decompress(stream).map_err(|e| TraceError::at_offset(name, 0, format!("cannot read: {e}")))?;
+    if !layers.is_empty() {
+        stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
+    }
     let len = if layers.is_empty() { len } else { None };
     let format = match format {
         Some(f) => f,

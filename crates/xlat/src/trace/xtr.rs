@@ -212,6 +212,16 @@ static ACCESS_LEN: [u8; 128] = {
     t
 };
 
+#[inline(always)]
+fn kind_of(k: usize) -> Kind {
+    match k & 3 {
+        0 => Kind::Ifetch,
+        1 => Kind::Load,
+        2 => Kind::Store,
+        _ => Kind::Modify,
+    }
+}
+
 /// Decodes records from `buf[pos..]` while `pos < limit` and `out` has fewer than `max`.
 /// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last
 /// record looked at, and why it stopped.
@@ -225,6 +235,7 @@ fn decode_run(
     out: &mut Vec<Record>,
     max: usize,
 ) -> (usize, usize, Stop) {
+    let buf = &buf[..limit + MARGIN];
     let mut la = *last_addr;
     // sizes[k]: previous size of kind k; sizes[4 + k]: the explicit size byte just read. The
     // size is picked by indexing rather than by a branch, which would mispredict on traces
@@ -262,7 +273,7 @@ fn decode_run(
                     }
                 }
                 sizes[k] = size;
-                chunk[i] = Record::Access { kind: Kind::ALL[k], size, addr };
+                chunk[i] = Record::Access { kind: kind_of(k), size, addr };
                 pos += n;
             } else if t <= tag::MARKER {
                 match decode_event(&buf[pos..pos + MARGIN], t) {
