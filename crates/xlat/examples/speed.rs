@@ -26,5 +26,12 @@ fn main() {
     }
     let sim = t.elapsed().as_secs_f64();
     let n = sys.stats().lookups as f64;
-    println!("records {} decode {:.3}s ({:.1} M/s)  simulate {:.3}s ({:.1} M lookups/s)", all.len(), decode, all.len() as f64 / decode / 1e6, sim, n / sim / 1e6);
+    println!(
+        "records {} decode {:.3}s ({:.1} M/s)  simulate {:.3}s ({:.1} M lookups/s)",
+        all.len(),
+        decode,
+        all.len() as f64 / decode / 1e6,
+        sim,
+        n / sim / 1e6
+    );
 }

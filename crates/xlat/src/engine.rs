@@ -59,6 +59,8 @@ pub struct System {
     asid_mode: AsidMode,
     asid: Asid,
     rec: WalkRecord,
+    /// Lookups by kind: [instruction fetches, data].
+    lookups: [u64; 2],
     stats: SystemStats,
 }
 
@@ -172,6 +174,7 @@ impl System {
             asid_mode: config.asid,
             asid: Asid(0),
             rec: WalkRecord::default(),
+            lookups: [0; 2],
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
         })
     }
@@ -204,6 +207,13 @@ impl System {
     /// Counters, with the walk totals and cycles brought up to date.
     pub fn stats(&self) -> SystemStats {
         let mut s = self.stats.clone();
+        s.ifetch_lookups = self.lookups[0];
+        s.lookups = self.lookups[0] + self.lookups[1];
+        s.tlb[self.ipath.levels[0] as usize].accesses += self.lookups[0];
+        s.tlb[self.dpath.levels[0] as usize].accesses += self.lookups[1];
+        for t in &mut s.tlb {
+            t.hits = t.accesses - t.misses;
+        }
         let w = &mut s.walks;
         w.memory_refs = self.rec.mem_refs;
         w.cache_lines = self.rec.cache_lines;
@@ -243,27 +253,35 @@ impl System {
         let end = addr.saturating_add(size.max(1) as u64 - 1);
         let last = end >> shift;
         let is_data = kind.is_data();
-        if !is_data {
-            self.stats.ifetch_lookups += last - first + 1;
-        }
+        self.lookups[is_data as usize] += last - first + 1;
         for vpn in first..=last {
             self.translate(is_data, Vpn(vpn))?;
         }
         Ok(())
     }
 
+    /// The per-lookup path. Level-1 accesses are not counted here (they equal the lookups of
+    /// the kinds the structure serves) and hits are accesses less misses: a level-1 hit costs
+    /// only the TLB's inline check.
     #[inline(always)]
     fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<(), SimError> {
-        self.stats.lookups += 1;
+        let l1 = if is_data { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
+        if self.structures[l1].tlb.lookup(self.asid, vpn).is_some() {
+            return Ok(());
+        }
+        self.beyond_l1(is_data, vpn)
+    }
+
+    /// A level-1 miss: the remaining levels, then the walk.
+    #[inline(never)]
+    fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<(), SimError> {
         let path = if is_data { self.dpath } else { self.ipath };
-        for k in 0..path.len as usize {
+        self.stats.tlb[path.levels[0] as usize].misses += 1;
+        for k in 1..path.len as usize {
             let t = path.levels[k] as usize;
             self.stats.tlb[t].accesses += 1;
             if let Some(data) = self.structures[t].tlb.lookup(self.asid, vpn) {
-                self.stats.tlb[t].hits += 1;
-                if k > 0 {
-                    self.fill(&path.levels[..k], vpn, data);
-                }
+                self.fill(&path.levels[..k], vpn, data);
                 return Ok(());
             }
             self.stats.tlb[t].misses += 1;
@@ -281,7 +299,7 @@ impl System {
     }
 
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
-    #[inline(never)]
+    #[inline(always)]
     fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), SimError> {
         let asid = self.asid;
         if vpn.0 >= self.vpn_limit {
@@ -415,11 +433,7 @@ impl WalkEnv for PtTlbEnv<'_> {
         let hit = self.tlb.lookup(asid, vpn).is_some();
         if self.dedicated {
             self.stats.accesses += 1;
-            if hit {
-                self.stats.hits += 1;
-            } else {
-                self.stats.misses += 1;
-            }
+            self.stats.misses += !hit as u64;
         }
         hit
     }

@@ -14,7 +14,7 @@
 use super::common::{validate_common, LineCfg, NIL};
 use super::tree::{Tree, MAX_LEVELS};
 use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
-use crate::addr::{Asid, PageSize, Vpn};
+use crate::addr::{Asid, PageSize, PhysAddr, Vpn};
 use std::fmt;
 
 /// Largest index field of one level (host memory per node grows as `2^bits`).
@@ -28,6 +28,9 @@ pub struct RadixTable {
     pwc: Vec<Pwc>,
     has_pwc: bool,
     lines: LineCfg,
+    /// Paper accounting with entries no larger than a line: every entry read is exactly one
+    /// reference and one line, so walks skip the general line tracker.
+    one_line_per_read: bool,
 }
 
 /// One page-walk cache: a small fully-associative LRU cache of the entries of one non-leaf level,
@@ -175,7 +178,8 @@ impl RadixTable {
             pwc[top - j] = Pwc::new(n as usize);
         }
         let has_pwc = cfg.pwc.iter().any(|&n| n > 0);
-        Ok(RadixTable { tree, pwc, has_pwc, lines })
+        let one_line_per_read = !lines.layout && (cfg.pte_bytes as u64) <= 1u64 << lines.shift;
+        Ok(RadixTable { tree, pwc, has_pwc, lines, one_line_per_read })
     }
 
     /// Number of levels.
@@ -238,6 +242,31 @@ impl RadixTable {
                     k = lvl - 1;
                     break;
                 }
+            }
+        }
+        if self.one_line_per_read {
+            let mut reads = 0u64;
+            loop {
+                let idx = t.index(k, vpn);
+                rec.push_ref(PhysAddr(t.entry_addr(k, node, idx)));
+                reads += 1;
+                if k == 0 {
+                    rec.cache_lines += reads;
+                    return t.leaf(node, idx).get();
+                }
+                let child = t.child(k, node, idx);
+                if child == NIL {
+                    rec.cache_lines += reads;
+                    return None;
+                }
+                if self.has_pwc {
+                    let c = &mut self.pwc[k];
+                    if !c.entries.is_empty() {
+                        c.insert(asid.0, vpn.0 >> t.levels[k].shift, child);
+                    }
+                }
+                node = child;
+                k -= 1;
             }
         }
         let pte_bytes = t.pte_bytes;

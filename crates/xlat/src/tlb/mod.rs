@@ -82,6 +82,14 @@ pub struct TlbEntry {
     pub data: TlbData,
 }
 
+/// One entry's storage.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tag: u64,
+    data: TlbData,
+    asid: u32,
+}
+
 /// A TLB structure. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Tlb {
@@ -89,9 +97,8 @@ pub struct Tlb {
     sets: u32,
     /// Page sizes this TLB holds, smallest first (one until superpages are configured).
     sizes: Vec<PageSize>,
-    tags: Vec<u64>,
-    asids: Vec<u32>,
-    data: Vec<TlbData>,
+    /// Every slot's tag (INVALID when empty), ASID and payload, `sets * ways` of them.
+    slots: Vec<Slot>,
     /// Per-set list of ways: head is most recently inserted (FIFO) / used (LRU); invalid at tail.
     order: Order,
     /// `sets - 1` when `sets` is a power of two (set index by mask), else `u64::MAX` (modulo).
@@ -126,9 +133,7 @@ impl Tlb {
             geometry,
             sets,
             sizes: vec![page_size],
-            tags: vec![INVALID; n],
-            asids: vec![0; n],
-            data: vec![TlbData::default(); n],
+            slots: vec![Slot { tag: INVALID, asid: 0, data: TlbData::default() }; n],
             order: Order::new(sets, ways),
             set_mask: if sets.is_power_of_two() { sets as u64 - 1 } else { u64::MAX },
             policy: PolicyState::new(policy, sets, ways, seed),
@@ -197,7 +202,7 @@ impl Tlb {
             PolicyState::Lru => self.order.move_to_head(set, slot),
             p => p.on_hit(set, slot - set * self.geometry.ways),
         }
-        let data = self.data[slot as usize];
+        let data = self.slots[slot as usize].data;
         self.last_slot = slot;
         self.last_tag = tag;
         self.last_asid = asid.0;
@@ -221,12 +226,10 @@ impl Tlb {
             }
             return None;
         }
-        let ways = self.geometry.ways;
-        let base = (self.set_of(tag) * ways) as usize;
-        let tags = &self.tags[base..base + ways as usize];
-        let asids = &self.asids[base..base + ways as usize];
-        for w in 0..ways as usize {
-            if tags[w] == tag && (asids[w] == asid || asids[w] == GLOBAL) {
+        let ways = self.geometry.ways as usize;
+        let base = self.set_of(tag) as usize * ways;
+        for (w, s) in self.slots[base..base + ways].iter().enumerate() {
+            if s.tag == tag && (s.asid == asid || s.asid == GLOBAL) {
                 return Some((base + w) as u32);
             }
         }
@@ -234,14 +237,14 @@ impl Tlb {
     }
 
     fn entry(&self, slot: u32) -> TlbEntry {
-        let s = slot as usize;
-        TlbEntry { tag: self.tags[s], asid: self.asids[s], data: self.data[s] }
+        let s = self.slots[slot as usize];
+        TlbEntry { tag: s.tag, asid: s.asid, data: s.data }
     }
 
     /// Inserts the translation of base page `vpn` for `asid` (or [`GLOBAL`]), choosing a victim
     /// by the policy (empty ways first). Returns the evicted valid entry, if any. The caller
     /// makes sure the translation is not already present.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, asid: u32, vpn: Vpn, data: TlbData) -> Option<TlbEntry> {
         let tag = vpn.0;
         let set = self.set_of(tag);
@@ -250,22 +253,20 @@ impl Tlb {
         self.last_slot = NIL;
         self.last_tag = INVALID;
         let tail = self.order.tail(set);
-        let slot = if self.tags[tail as usize] == INVALID {
+        let slot = if self.slots[tail as usize].tag == INVALID {
             tail
         } else {
             set * ways + self.policy.victim(set, tail - set * ways)
         };
         let s = slot as usize;
-        let evicted = if self.tags[s] != INVALID {
+        let evicted = if self.slots[s].tag != INVALID {
             let old = self.entry(slot);
             self.forget(slot);
             Some(old)
         } else {
             None
         };
-        self.tags[s] = tag;
-        self.asids[s] = asid;
-        self.data[s] = data;
+        self.slots[s] = Slot { tag, asid, data };
         if asid == GLOBAL {
             self.globals += 1;
         }
@@ -278,12 +279,13 @@ impl Tlb {
     }
 
     /// Removes the slot's translation from the index and the last-hit filter (not from the order).
+    #[inline(always)]
     fn forget(&mut self, slot: u32) {
         let s = slot as usize;
         if let Some(index) = &mut self.index {
-            index.remove(self.tags[s], self.asids[s]);
+            index.remove(self.slots[s].tag, self.slots[s].asid);
         }
-        if self.asids[s] == GLOBAL {
+        if self.slots[s].asid == GLOBAL {
             self.globals -= 1;
         }
         if self.last_slot == slot {
@@ -295,7 +297,7 @@ impl Tlb {
     fn invalidate_slot(&mut self, slot: u32) {
         self.forget(slot);
         let s = slot as usize;
-        self.tags[s] = INVALID;
+        self.slots[s].tag = INVALID;
         let set = self.set_of_slot(slot);
         self.policy.on_invalidate(set, slot - set * self.geometry.ways);
         self.order.move_to_tail(set, slot);
@@ -305,13 +307,13 @@ impl Tlb {
     /// `[first, last]` (VPNs at the base page size); returns how many were removed.
     pub fn invalidate_range(&mut self, asid: Asid, first: Vpn, last: Vpn) -> u64 {
         let mut n = 0;
-        for slot in 0..self.tags.len() as u32 {
+        for slot in 0..self.slots.len() as u32 {
             let s = slot as usize;
-            if self.tags[s] == INVALID || self.asids[s] != asid.0 {
+            if self.slots[s].tag == INVALID || self.slots[s].asid != asid.0 {
                 continue;
             }
-            let k = (self.data[s].shift as u32).saturating_sub(self.sizes[0].shift());
-            let lo = self.tags[s] << k;
+            let k = (self.slots[s].data.shift as u32).saturating_sub(self.sizes[0].shift());
+            let lo = self.slots[s].tag << k;
             let hi = lo + (1u64 << k) - 1;
             if lo <= last.0 && hi >= first.0 {
                 self.invalidate_slot(slot);
@@ -333,9 +335,9 @@ impl Tlb {
 
     fn invalidate_where(&mut self, f: impl Fn(u32) -> bool) -> u64 {
         let mut n = 0;
-        for slot in 0..self.tags.len() as u32 {
+        for slot in 0..self.slots.len() as u32 {
             let s = slot as usize;
-            if self.tags[s] != INVALID && f(self.asids[s]) {
+            if self.slots[s].tag != INVALID && f(self.slots[s].asid) {
                 self.invalidate_slot(slot);
                 n += 1;
             }
@@ -345,12 +347,12 @@ impl Tlb {
 
     /// Valid entries currently held.
     pub fn occupancy(&self) -> u32 {
-        self.tags.iter().filter(|&&t| t != INVALID).count() as u32
+        self.slots.iter().filter(|s| s.tag != INVALID).count() as u32
     }
 
     /// All valid entries (for tests and debugging; allocates).
     pub fn entries(&self) -> Vec<TlbEntry> {
-        (0..self.tags.len() as u32).filter(|&s| self.tags[s as usize] != INVALID).map(|s| self.entry(s)).collect()
+        (0..self.slots.len() as u32).filter(|&s| self.slots[s as usize].tag != INVALID).map(|s| self.entry(s)).collect()
     }
 }
 
@@ -431,19 +433,27 @@ impl Order {
     }
 }
 
-/// Open-addressing (linear probing, backward-shift deletion) map from (tag, ASID) to slot.
+/// Open-addressing (linear probing, backward-shift deletion) map from (tag, ASID) to slot, one
+/// 16-byte cell per entry so a probe touches one cache line.
 #[derive(Clone, Debug)]
 struct Index {
-    keys: Vec<u64>,
-    asids: Vec<u32>,
-    slots: Vec<u32>,
+    cells: Vec<Cell>,
     mask: usize,
 }
+
+#[derive(Clone, Copy, Debug)]
+struct Cell {
+    tag: u64,
+    asid: u32,
+    slot: u32,
+}
+
+const EMPTY: Cell = Cell { tag: INVALID, asid: 0, slot: NIL };
 
 impl Index {
     fn new(entries: u32) -> Index {
         let cap = (entries as usize * 4).next_power_of_two().max(16);
-        Index { keys: vec![INVALID; cap], asids: vec![0; cap], slots: vec![NIL; cap], mask: cap - 1 }
+        Index { cells: vec![EMPTY; cap], mask: cap - 1 }
     }
 
     #[inline(always)]
@@ -456,34 +466,35 @@ impl Index {
     fn get(&self, tag: u64, asid: u32) -> Option<u32> {
         let mut i = self.home(tag, asid);
         loop {
-            let k = self.keys[i];
-            if k == tag && self.asids[i] == asid {
-                return Some(self.slots[i]);
+            let c = self.cells[i];
+            if c.tag == tag && c.asid == asid {
+                return Some(c.slot);
             }
-            if k == INVALID {
+            if c.tag == INVALID {
                 return None;
             }
             i = (i + 1) & self.mask;
         }
     }
 
+    #[inline(always)]
     fn insert(&mut self, tag: u64, asid: u32, slot: u32) {
         let mut i = self.home(tag, asid);
-        while self.keys[i] != INVALID {
+        while self.cells[i].tag != INVALID {
             i = (i + 1) & self.mask;
         }
-        self.keys[i] = tag;
-        self.asids[i] = asid;
-        self.slots[i] = slot;
+        self.cells[i] = Cell { tag, asid, slot };
     }
 
+    #[inline(always)]
     fn remove(&mut self, tag: u64, asid: u32) {
         let mut i = self.home(tag, asid);
         loop {
-            if self.keys[i] == INVALID {
+            let c = self.cells[i];
+            if c.tag == INVALID {
                 return;
             }
-            if self.keys[i] == tag && self.asids[i] == asid {
+            if c.tag == tag && c.asid == asid {
                 break;
             }
             i = (i + 1) & self.mask;
@@ -491,20 +502,20 @@ impl Index {
         // Backward-shift deletion keeps probe sequences unbroken without tombstones.
         let mut hole = i;
         let mut j = (i + 1) & self.mask;
-        while self.keys[j] != INVALID {
-            let home = self.home(self.keys[j], self.asids[j]);
+        loop {
+            let c = self.cells[j];
+            if c.tag == INVALID {
+                break;
+            }
+            let home = self.home(c.tag, c.asid);
             // Move j into the hole if its home does not lie cyclically in (hole, j].
-            let dist_home = j.wrapping_sub(home) & self.mask;
-            let dist_hole = j.wrapping_sub(hole) & self.mask;
-            if dist_home >= dist_hole {
-                self.keys[hole] = self.keys[j];
-                self.asids[hole] = self.asids[j];
-                self.slots[hole] = self.slots[j];
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
+                self.cells[hole] = c;
                 hole = j;
             }
             j = (j + 1) & self.mask;
         }
-        self.keys[hole] = INVALID;
+        self.cells[hole] = EMPTY;
     }
 }
 

@@ -93,6 +93,7 @@ impl PolicyState {
     }
 
     /// The way to evict from a full set (LRU/FIFO: handled by the caller's list tail).
+    #[inline(always)]
     pub(super) fn victim(&mut self, set: u32, tail_way: u32) -> u32 {
         match self {
             PolicyState::Lru | PolicyState::Fifo => tail_way,
