@@ -99,6 +99,9 @@ struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Only count records by kind (fast: skips distinct pages and address ranges).
+    #[arg(long)]
+    quick: bool,
 }
 
 #[derive(Args)]
@@ -166,7 +169,22 @@ fn main() {
         let _ = writeln!(std::io::stderr(), "xlat: internal error{at}: {}", msg.replace('\n', " "));
         std::process::exit(101);
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
+            }
+            // clap's message is several lines (error, usage, hint): keep the error line.
+            let text = e.to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            let _ = writeln!(std::io::stderr(), "xlat: error: {first} (see `xlat --help`)");
+            std::process::exit(2);
+        }
+    };
     if let Err(e) = dispatch(cli) {
         // One line: the chain of causes joined, never a backtrace.
         let msg = format!("{e:#}").replace('\n', " ");
@@ -241,6 +259,13 @@ fn simulate(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if summary.trace.references == 0 {
+        bail!(
+            "{trace_path}: the trace holds no memory references ({} records skipped, {} events): nothing to simulate",
+            summary.reader.skipped,
+            summary.trace.events
+        );
+    }
     let input = ReportInput { trace_path, format, summary: &summary, seconds };
     if let Some(path) = &common.json {
         let doc = serde_json::to_string_pretty(&report::json(&input, &systems))? + "\n";
@@ -304,19 +329,44 @@ fn cmd_demo(a: DemoArgs) -> Result<()> {
     let stream = Box::new(std::io::Cursor::new(DEMO_TRACE));
     let (mut reader, _) =
         trace::open::reader_from_stream(stream, DEMO_NAME, Some(Format::Xtr), Some(DEMO_TRACE.len() as u64))?;
-    if !a.common.quiet {
+    let to_stdout = a.common.json.as_deref() == Some("-") || a.common.csv.as_deref() == Some("-");
+    if !a.common.quiet && !to_stdout {
         println!("xlat demo: a real program's memory trace (see data/README.md) through six designs.\n");
     }
     simulate(&configs, reader.as_mut(), DEMO_NAME, "xtr", &a.common)
 }
 
 fn cmd_convert(a: ConvertArgs) -> Result<()> {
-    let stats = trace::open::convert(
-        &a.input,
-        &a.output,
-        a.from.as_deref().and_then(format_arg),
-        a.to.as_deref().and_then(format_arg),
-    )?;
+    let from = a.from.as_deref().and_then(format_arg);
+    // The output format comes from the final name, so give it explicitly to the temporary file.
+    let to = a.to.as_deref().and_then(format_arg).or_else(|| trace::open::format_from_name(&a.output));
+    let stats = if a.output == "-" {
+        trace::open::convert(&a.input, "-", from, to)?
+    } else {
+        if let (Ok(i), Ok(o)) = (std::fs::canonicalize(&a.input), std::fs::canonicalize(&a.output)) {
+            if i == o {
+                bail!("{}: output is the same file as the input", a.output);
+            }
+        }
+        // Write next to the output and rename on success: a failed conversion leaves nothing.
+        let tmp = format!("{}.xlat-partial", a.output);
+        let tmp_named = match trace::open::Compression::from_name(&a.output) {
+            trace::open::Compression::None => tmp.clone(),
+            trace::open::Compression::Gzip => format!("{tmp}.gz"),
+            trace::open::Compression::Zstd => format!("{tmp}.zst"),
+            trace::open::Compression::Xz => format!("{tmp}.xz"),
+        };
+        match trace::open::convert(&a.input, &tmp_named, from, to) {
+            Ok(stats) => {
+                std::fs::rename(&tmp_named, &a.output).with_context(|| format!("{}: cannot write", a.output))?;
+                stats
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp_named);
+                return Err(e.into());
+            }
+        }
+    };
     if a.output != "-" {
         eprintln!(
             "converted {} records ({} accesses, {} events) from {} to {}{}{}",
@@ -342,11 +392,52 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
 
 fn cmd_info(a: InfoArgs) -> Result<()> {
     let mut reader = trace::open::open_reader(&a.trace, format_arg(&a.format))?;
+    if a.quick {
+        return quick_count(&a.trace, reader.as_mut(), a.json);
+    }
     let info = trace::info::info(reader.as_mut())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {
         print_info(&a.trace, &info);
+    }
+    Ok(())
+}
+
+fn quick_count(path: &str, reader: &mut dyn TraceReader, json: bool) -> Result<()> {
+    let start = Instant::now();
+    let (mut by_kind, mut events) = ([0u64; 4], 0u64);
+    let mut buf = Vec::with_capacity(trace::BATCH);
+    while reader.read_batch(&mut buf, trace::BATCH)? > 0 {
+        for r in &buf {
+            match r {
+                trace::Record::Access { kind, .. } => by_kind[*kind as usize] += 1,
+                _ => events += 1,
+            }
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let refs: u64 = by_kind.iter().sum();
+    let bytes = reader.stats().bytes;
+    if json {
+        let doc = serde_json::json!({
+            "trace": path, "references": refs, "events": events, "seconds": seconds,
+            "input_bytes": bytes,
+            "by_kind": { "ifetch": by_kind[0], "load": by_kind[1], "store": by_kind[2], "modify": by_kind[3] },
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("trace            {path}");
+        println!(
+            "references       {refs} (ifetch {}, load {}, store {}, modify {})",
+            by_kind[0], by_kind[1], by_kind[2], by_kind[3]
+        );
+        println!("events           {events}");
+        println!(
+            "read in          {seconds:.3} s ({:.1} M records/s, {:.1} MB/s of decompressed input)",
+            (refs + events) as f64 / seconds.max(1e-9) / 1e6,
+            bytes as f64 / seconds.max(1e-9) / 1e6
+        );
     }
     Ok(())
 }
@@ -397,7 +488,8 @@ fn cmd_gen(a: GenArgs) -> Result<()> {
         store_fraction: a.store_fraction,
     };
     let mut gen = Generator::new(spec)?;
-    let mut writer = trace::open::create_writer(&a.output, None)?;
+    let format = trace::open::format_from_name(&a.output).unwrap_or(Format::Xtr);
+    let mut writer = trace::open::create_writer(&a.output, Some(format))?;
     let mut buf = Vec::with_capacity(trace::BATCH);
     while gen.read_batch(&mut buf, trace::BATCH)? > 0 {
         writer.write(&buf)?;

@@ -303,6 +303,9 @@ fn section_at(text: &str, pos: usize) -> String {
             section = format!("[{}]", name.trim());
         }
     }
+    if section == "[]" {
+        section.clear();
+    }
     section
 }
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: formatting, lints (warnings are errors) and every test of the workspace.
+# Installs what the tests need on a fresh Debian machine first, so CI and a new machine agree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the tests use (none are needed yet beyond the Rust toolchain; zstd and
+# valgrind are used by scripts/make-demo-trace.sh). Install missing ones quietly.
+need=()
+for pkg in zstd; do
+  command -v "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "warning: missing ${need[*]} (not needed by the Rust tests)" >&2
+  fi
+fi
+command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 2; }
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
