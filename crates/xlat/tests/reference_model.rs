@@ -108,6 +108,110 @@ fn single_level_lru_and_fifo_match_reference_exactly() {
     }
 }
 
+/// Not-recently-used, as documented: a reference bit per way, set on every hit and fill; when
+/// the bits of a set are all set, all but the one just used are cleared. Empty ways fill in
+/// index order; the victim is the lowest way whose bit is clear.
+struct RefNru {
+    sets: Vec<Vec<(Option<u64>, bool)>>,
+}
+
+impl RefNru {
+    fn new(entries: usize, ways: usize) -> RefNru {
+        RefNru { sets: vec![vec![(None, false); ways]; entries / ways] }
+    }
+    fn access(&mut self, vpn: u64) -> bool {
+        let n = self.sets.len() as u64;
+        let set = &mut self.sets[(vpn % n) as usize];
+        let (w, hit) = match set.iter().position(|e| e.0 == Some(vpn)) {
+            Some(w) => (w, true),
+            None => {
+                let w = set
+                    .iter()
+                    .position(|e| e.0.is_none())
+                    .or_else(|| set.iter().position(|e| !e.1))
+                    .unwrap_or(0);
+                set[w].0 = Some(vpn);
+                (w, false)
+            }
+        };
+        set[w].1 = true;
+        if set.iter().all(|e| e.1) {
+            for (i, e) in set.iter_mut().enumerate() {
+                e.1 = i == w;
+            }
+        }
+        hit
+    }
+}
+
+/// Tree pseudo-LRU, as documented: a binary tree over the ways whose nodes point towards the
+/// older half; an access points every node on its path away from it; the victim follows the
+/// pointers from the root. Empty ways fill in index order.
+struct RefPlru {
+    sets: Vec<(Vec<Option<u64>>, Vec<bool>)>,
+}
+
+impl RefPlru {
+    fn new(entries: usize, ways: usize) -> RefPlru {
+        RefPlru { sets: vec![(vec![None; ways], vec![false; ways]); entries / ways] }
+    }
+    fn access(&mut self, vpn: u64) -> bool {
+        let n = self.sets.len() as u64;
+        let (tags, tree) = &mut self.sets[(vpn % n) as usize];
+        let ways = tags.len();
+        let hit = tags.contains(&Some(vpn));
+        let w = match tags.iter().position(|t| *t == Some(vpn)) {
+            Some(w) => w,
+            None => {
+                let w = tags.iter().position(|t| t.is_none()).unwrap_or_else(|| {
+                    // Follow the pointers: node i has children 2i and 2i+1; leaves are ways+w.
+                    let mut node = 1;
+                    while node < ways {
+                        node = 2 * node + usize::from(tree[node]);
+                    }
+                    node - ways
+                });
+                tags[w] = Some(vpn);
+                w
+            }
+        };
+        // Point the path away from w: at each ancestor, towards the sibling subtree.
+        let (mut lo, mut hi, mut node) = (0, ways, 1);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if w < mid {
+                tree[node] = true; // the right half is now older
+                hi = mid;
+                node *= 2;
+            } else {
+                tree[node] = false;
+                lo = mid;
+                node = 2 * node + 1;
+            }
+        }
+        hit
+    }
+}
+
+#[test]
+fn nru_and_plru_match_reference_exactly() {
+    let refs = fixture_refs();
+    for (entries, ways) in [(64, 64), (16, 16), (64, 4), (8, 8), (32, 2)] {
+        let (mut nru, mut plru) = (RefNru::new(entries, ways), RefPlru::new(entries, ways));
+        let (mut nru_misses, mut plru_misses) = (0u64, 0u64);
+        for &(_, addr, size) in &refs {
+            for vpn in pages(addr, size, 12) {
+                nru_misses += !nru.access(vpn) as u64;
+                plru_misses += !plru.access(vpn) as u64;
+            }
+        }
+        let s = run_engine(&one_level(entries, ways, "nru", 4096));
+        assert_eq!(s.tlb[0].misses, nru_misses, "nru {entries}x{ways}");
+        let s = run_engine(&one_level(entries, ways, "plru", 4096));
+        assert_eq!(s.tlb[0].misses, plru_misses, "plru {entries}x{ways}");
+    }
+}
+
 #[test]
 fn split_two_level_hierarchy_matches_reference() {
     // L1I (8 FA LRU) and L1D (16, 4-way LRU) in front of a unified 128-entry 4-way L2.

@@ -106,12 +106,70 @@ pub struct Tlb {
     policy: PolicyState,
     index: Option<Index>,
     globals: u32,
-    /// The slot of the last hit, until the next insertion: a hit on it again changes no
-    /// replacement state under any policy, since nothing in its set has moved since.
-    last_slot: u32,
-    last_tag: u64,
-    last_asid: u32,
-    last_data: TlbData,
+    /// The recent-hit filter: see [`Filter`].
+    filter: Filter,
+}
+
+/// The two most recently hit translations, answered without touching the arrays.
+///
+/// A hit through the filter changes no replacement state at once: under FIFO and random hits
+/// change nothing anyway, and under LRU and tree-PLRU the filter remembers the hit as *pending*
+/// with its time. Before anything else looks at or changes the replacement state (a hit on
+/// another entry, an insertion, an invalidation), [`Tlb::commit`] replays the pending hits in
+/// the order they happened. Every operation between two commits is a filter hit, so the replay
+/// gives exactly the state that updating on every hit would have given: under LRU the pending
+/// entries are the most recent of all and go to the head in time order; under tree-PLRU an
+/// access sets the bits on its own path only, so replaying the last access of each entry in
+/// time order leaves the same bits. NRU, whose reference bits can be cleared by another entry's
+/// hit, uses one filter entry and drops it on every insertion.
+#[derive(Clone, Copy, Debug)]
+struct Filter {
+    tag: [u64; 2],
+    asid: [u32; 2],
+    slot: [u32; 2],
+    data: [TlbData; 2],
+    /// Time of the last hit through the filter (0 = none since the last commit).
+    pending: [u64; 2],
+    /// Time of the last use (fill or hit): the entry used less recently is replaced.
+    used: [u64; 2],
+    clock: u64,
+    /// Number of entries in use (1 for NRU, else 2).
+    width: usize,
+}
+
+impl Filter {
+    fn new(policy: Policy) -> Filter {
+        Filter {
+            tag: [INVALID; 2],
+            asid: [0; 2],
+            slot: [NIL; 2],
+            data: [TlbData::default(); 2],
+            pending: [0; 2],
+            used: [0; 2],
+            clock: 0,
+            width: if policy == Policy::Nru { 1 } else { 2 },
+        }
+    }
+
+    /// Forgets every entry that points at `slot`.
+    #[inline(always)]
+    fn drop_slot(&mut self, slot: u32) {
+        for i in 0..2 {
+            if self.slot[i] == slot {
+                self.tag[i] = INVALID;
+                self.slot[i] = NIL;
+                self.pending[i] = 0;
+                self.used[i] = 0;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.tag = [INVALID; 2];
+        self.slot = [NIL; 2];
+        self.pending = [0; 2];
+        self.used = [0; 2];
+    }
 }
 
 impl Tlb {
@@ -139,10 +197,7 @@ impl Tlb {
             policy: PolicyState::new(policy, sets, ways, seed),
             index: (ways > SCAN_WAYS).then(|| Index::new(entries)),
             globals: 0,
-            last_slot: NIL,
-            last_tag: INVALID,
-            last_asid: 0,
-            last_data: TlbData::default(),
+            filter: Filter::new(policy),
         })
     }
 
@@ -187,8 +242,14 @@ impl Tlb {
     /// inline without touching the arrays; everything else goes through an out-of-line path.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        if vpn.0 == self.last_tag && asid.0 == self.last_asid {
-            return Some(self.last_data);
+        let f = &mut self.filter;
+        for i in 0..2 {
+            if vpn.0 == f.tag[i] && asid.0 == f.asid[i] {
+                f.clock += 1;
+                f.pending[i] = f.clock;
+                f.used[i] = f.clock;
+                return Some(f.data[i]);
+            }
         }
         self.lookup_slow(asid, vpn)
     }
@@ -197,17 +258,47 @@ impl Tlb {
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
         let tag = vpn.0;
         let slot = self.find(asid.0, tag)?;
+        self.commit();
         let set = self.set_of_slot(slot);
         match &mut self.policy {
             PolicyState::Lru => self.order.move_to_head(set, slot),
             p => p.on_hit(set, slot - set * self.geometry.ways),
         }
         let data = self.slots[slot as usize].data;
-        self.last_slot = slot;
-        self.last_tag = tag;
-        self.last_asid = asid.0;
-        self.last_data = data;
+        // Replace the less recently used filter entry (the only one under NRU).
+        let f = &mut self.filter;
+        let i = if f.width == 1 || f.used[0] <= f.used[1] { 0 } else { 1 };
+        f.clock += 1;
+        f.tag[i] = tag;
+        f.asid[i] = asid.0;
+        f.slot[i] = slot;
+        f.data[i] = data;
+        f.used[i] = f.clock;
+        f.pending[i] = 0;
         Some(data)
+    }
+
+    /// Replays the hits the filter answered since the last commit (see [`Filter`]).
+    #[inline(always)]
+    fn commit(&mut self) {
+        let p = self.filter.pending;
+        if p[0] == 0 && p[1] == 0 {
+            return;
+        }
+        let order = if p[1] != 0 && (p[0] == 0 || p[1] < p[0]) { [1, 0] } else { [0, 1] };
+        for i in order {
+            if self.filter.pending[i] == 0 {
+                continue;
+            }
+            let slot = self.filter.slot[i];
+            let set = self.set_of_slot(slot);
+            match &mut self.policy {
+                PolicyState::Lru => self.order.move_to_head(set, slot),
+                PolicyState::Plru { .. } => self.policy.on_hit(set, slot - set * self.geometry.ways),
+                _ => {}
+            }
+        }
+        self.filter.pending = [0; 2];
     }
 
     /// Looks for the translation without changing any replacement state.
@@ -249,9 +340,12 @@ impl Tlb {
         let tag = vpn.0;
         let set = self.set_of(tag);
         let ways = self.geometry.ways;
-        // An insertion reorders its set (and may clear NRU bits or flip PLRU bits).
-        self.last_slot = NIL;
-        self.last_tag = INVALID;
+        // An insertion reads and changes the replacement state: bring it up to date first.
+        self.commit();
+        if self.filter.width == 1 {
+            // NRU: the fill may clear the reference bit of the filtered entry.
+            self.filter.clear();
+        }
         let tail = self.order.tail(set);
         let slot = if self.slots[tail as usize].tag == INVALID {
             tail
@@ -288,13 +382,11 @@ impl Tlb {
         if self.slots[s].asid == GLOBAL {
             self.globals -= 1;
         }
-        if self.last_slot == slot {
-            self.last_slot = NIL;
-            self.last_tag = INVALID;
-        }
+        self.filter.drop_slot(slot);
     }
 
     fn invalidate_slot(&mut self, slot: u32) {
+        self.commit();
         self.forget(slot);
         let s = slot as usize;
         self.slots[s].tag = INVALID;

@@ -12,8 +12,8 @@ use super::{Kind, ReaderStats, Record, TraceError, TraceReader};
 pub const BASE: u64 = 0x1000_0000;
 /// Page granularity of [`Pattern::Zipf`].
 pub const ZIPF_PAGE: u64 = 4096;
-/// Ranks sampled from a table in [`Pattern::Zipf`] (64 KB, cache-resident); rarer ranks use
-/// rejection-inversion.
+/// Ranks with their own alias-table entry in [`Pattern::Zipf`] (the table stays within about
+/// 70 KB, cache-resident); rarer ranks are sampled by bucket.
 const ZIPF_HEAD: u64 = 1 << 13;
 
 /// How addresses are chosen.
@@ -33,9 +33,10 @@ pub enum Pattern {
     /// `k^-zipf_s`. Ranks are mapped to pages by a seed-dependent pseudo-random permutation, so
     /// hot pages are scattered over the footprint rather than adjacent (rank 1, the most
     /// frequent, is usually not the first page). Within the chosen page the offset is uniform,
-    /// aligned to `access_size`. Sampling is exact (to 2^-32): a Walker alias table for the 8192
-    /// most frequent ranks (64 KB at most) and rejection-inversion (Hörmann and Derflinger) for
-    /// the rest, so memory stays bounded for any footprint.
+    /// aligned to `access_size`. Sampling is exact (to the 2^-32 resolution of the table): one
+    /// Walker alias table holds the 8192 most frequent ranks and buckets of rarer ranks (each
+    /// spanning a factor of at most 2^(1/16)), and a rank within a bucket is drawn by rejection
+    /// from the uniform distribution; memory stays below about 70 KB for any footprint.
     Zipf,
 }
 
@@ -197,102 +198,79 @@ fn helper1(t: f64) -> f64 {
     }
 }
 
-/// `ln_1p(t) / t`, continuous at 0.
-fn helper2(t: f64) -> f64 {
-    if t.abs() > 1e-8 {
-        t.ln_1p() / t
-    } else {
-        1.0 - t * (0.5 - t / 3.0)
-    }
+/// An antiderivative of `x^-s`: `(x^(1-s) - 1) / (1-s)`, or `ln x` for s = 1.
+fn integral(x: f64, s: f64) -> f64 {
+    let l = x.ln();
+    helper1((1.0 - s) * l) * l
 }
 
-/// Rejection-inversion sampling of ranks in `[lo, hi]` (1-based) with weight `k^-s`.
-#[derive(Clone, Debug)]
-struct Tail {
-    s: f64,
-    lo: f64,
-    hi: f64,
-    h_lo: f64,
-    h_hi: f64,
-    squeeze: f64,
-}
-
-impl Tail {
-    fn new(lo: u64, hi: u64, s: f64) -> Tail {
-        let mut t = Tail { s, lo: lo as f64, hi: hi as f64, h_lo: 0.0, h_hi: 0.0, squeeze: 0.0 };
-        t.h_lo = t.big_h(t.lo + 0.5) - t.h(t.lo);
-        t.h_hi = t.big_h(t.hi + 0.5);
-        t.squeeze = t.lo + 1.0 - t.big_h_inv(t.big_h(t.lo + 1.5) - t.h(t.lo + 1.0));
-        t
-    }
-
-    /// The weight `x^-s`.
-    fn h(&self, x: f64) -> f64 {
-        (-self.s * x.ln()).exp()
-    }
-
-    /// An antiderivative of `h`: `(x^(1-s) - 1) / (1-s)` (`ln x` for s = 1).
-    fn big_h(&self, x: f64) -> f64 {
-        let l = x.ln();
-        helper1((1.0 - self.s) * l) * l
-    }
-
-    fn big_h_inv(&self, y: f64) -> f64 {
-        (helper2((1.0 - self.s) * y) * y).exp()
-    }
-
-    fn sample(&self, rng: &mut Rng) -> u64 {
-        loop {
-            let u = self.h_hi + rng.next_f64() * (self.h_lo - self.h_hi);
-            let x = self.big_h_inv(u);
-            let k = (x + 0.5).floor().clamp(self.lo, self.hi);
-            if k - x <= self.squeeze || u >= self.big_h(k + 0.5) - self.h(k) {
-                return k as u64;
-            }
-        }
-    }
-}
-
-/// Sum of `k^-s` for integer `k` in `[a, b]` (Euler-Maclaurin for long ranges).
+/// Sum of `k^-s` for integer `k` in `[a, b]`, `a >= 1`: summed term by term for short ranges or
+/// small `a`, else by Euler-Maclaurin, whose error is below `s(s+1)(s+2) a^(-s-3) / 720`
+/// (negligible from `a = 1024` on).
 fn zeta_range(a: u64, b: u64, s: f64) -> f64 {
     if b < a {
         return 0.0;
     }
-    if b - a < 1 << 20 {
+    if b - a < 64 || a < 1024 {
         return (a..=b).map(|k| (k as f64).powf(-s)).sum();
     }
-    let t = Tail::new(a, b, s);
-    let (fa, fb) = (t.h(a as f64), t.h(b as f64));
-    let (da, db) = (-s * fa / a as f64, -s * fb / b as f64);
-    t.big_h(b as f64) - t.big_h(a as f64) + (fa + fb) / 2.0 + (db - da) / 12.0
+    let (af, bf) = (a as f64, b as f64);
+    let (fa, fb) = (af.powf(-s), bf.powf(-s));
+    let (da, db) = (-s * fa / af, -s * fb / bf);
+    integral(bf, s) - integral(af, s) + (fa + fb) / 2.0 + (db - da) / 12.0
 }
 
-/// Samples 0-based ranks in `[0, n)` with weight `(rank+1)^-s`.
+/// Ranks `lo..lo + width` (1-based) sampled as one alias-table item.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    lo: u64,
+    width: u64,
+    /// `(lo / hi)^s`: a uniform draw below it accepts without computing the exact ratio.
+    squeeze: f64,
+}
+
+/// Buckets span ranks within this factor, so that most draws pass the squeeze (for s = 1,
+/// 96% do).
+const BUCKET_RATIO: f64 = 1.044_273_782_427_413_8; // 2^(1/16)
+
+/// Samples 0-based ranks in `[0, n)` with weight `(rank+1)^-s`, exactly (to the 2^-32
+/// resolution of the alias thresholds).
+///
+/// The first `head` ranks are items of a Walker alias table; the remaining ranks are grouped
+/// into buckets spanning a factor of at most 2^(1/16), each one more item of the same table
+/// weighted by its exact mass. A bucket draw picks a rank uniformly in the bucket and accepts
+/// it with probability `(lo/k)^s` (retrying otherwise), which makes rank `k` exactly
+/// proportional to `k^-s`. Memory is `O(head + 16 log2(n / head))`.
 #[derive(Clone, Debug)]
 struct Zipf {
-    /// Alias table over the head ranks: (threshold, alias).
-    table: Vec<(u32, u32)>,
+    /// Alias table over the items: threshold in the low 32 bits, alias in the high 32 (one
+    /// load gives both, so the choice compiles to a conditional move, not a branch).
+    table: Vec<u64>,
+    items: u64,
     head: u64,
-    /// Probability (scaled to 2^32; 2^32 when there is no tail) that the rank is in the head.
-    p_head: u64,
-    tail: Option<Tail>,
+    buckets: Vec<Bucket>,
+    s: f64,
 }
 
 impl Zipf {
     fn new(n: u64, s: f64, head: u64) -> Zipf {
         let head = n.min(head).max(1);
-        let w: Vec<f64> = (1..=head).map(|k| (k as f64).powf(-s)).collect();
-        let w_head: f64 = w.iter().sum();
-        let (tail, p_head) = if n > head {
-            let w_tail = zeta_range(head + 1, n, s);
-            let p = w_head / (w_head + w_tail);
-            (Some(Tail::new(head + 1, n, s)), (p * 2f64.powi(32)).round() as u64)
-        } else {
-            (None, 1 << 32)
-        };
+        let mut w: Vec<f64> = (1..=head).map(|k| (k as f64).powf(-s)).collect();
+        let mut buckets = Vec::new();
+        let mut lo = head + 1;
+        while lo <= n {
+            let hi = ((lo as f64 * BUCKET_RATIO).floor() as u64).clamp(lo, n);
+            w.push(zeta_range(lo, hi, s));
+            buckets.push(Bucket { lo, width: hi - lo + 1, squeeze: (lo as f64 / hi as f64).powf(s) });
+            if hi == n {
+                break;
+            }
+            lo = hi + 1;
+        }
         // Vose's alias method.
-        let m = head as usize;
-        let mut p: Vec<f64> = w.iter().map(|x| x * m as f64 / w_head).collect();
+        let m = w.len();
+        let total: f64 = w.iter().sum();
+        let mut p: Vec<f64> = w.iter().map(|x| x * m as f64 / total).collect();
         let mut table = vec![(u32::MAX, 0u32); m];
         let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..m).partition(|&i| p[i] < 1.0);
         while let (Some(&l), Some(&g)) = (small.last(), large.last()) {
@@ -307,23 +285,32 @@ impl Zipf {
         for i in small.into_iter().chain(large) {
             table[i] = (u32::MAX, i as u32);
         }
-        Zipf { table, head, p_head, tail }
+        let table = table.into_iter().map(|(thr, alias)| thr as u64 | (alias as u64) << 32).collect();
+        Zipf { table, items: m as u64, head, buckets, s }
     }
 
     #[inline(always)]
-    fn sample(&self, rng: &mut Rng, r1: u64) -> u64 {
-        if (r1 >> 32) >= self.p_head {
-            if let Some(t) = &self.tail {
-                return t.sample(rng) - 1;
-            }
-        }
+    fn sample(&self, rng: &mut Rng) -> u64 {
         let r = rng.next_u64();
-        let i = ((r >> 32) * self.head) >> 32;
-        let (thr, alias) = self.table[i as usize];
-        if (r as u32) < thr {
-            i
-        } else {
-            alias as u64
+        let i = ((r >> 32) * self.items) >> 32;
+        let e = self.table[i as usize];
+        let alias = e >> 32;
+        let item = if r & 0xffff_ffff < e & 0xffff_ffff { i } else { alias };
+        if item < self.head {
+            return item;
+        }
+        self.sample_bucket(rng, item - self.head)
+    }
+
+    #[inline(never)]
+    fn sample_bucket(&self, rng: &mut Rng, b: u64) -> u64 {
+        let b = self.buckets[b as usize];
+        loop {
+            let k = b.lo + rng.below(b.width);
+            let u = rng.next_f64();
+            if u <= b.squeeze || u <= (b.lo as f64 / k as f64).powf(self.s) {
+                return k - 1;
+            }
         }
     }
 }
@@ -496,10 +483,8 @@ impl TraceReader for Generator {
                 let slots = self.slots;
                 fill(out, n, || {
                     let kind = Self::kind(&mut rng, thr, fixed);
-                    // High half: head or tail; low half: the slot in the page.
-                    let r1 = rng.next_u64();
-                    let page = scramble.map(zipf.sample(&mut rng, r1));
-                    let slot = ((r1 & 0xffff_ffff) * slots) >> 32;
+                    let page = scramble.map(zipf.sample(&mut rng));
+                    let slot = rng.below(slots);
                     Record::Access { kind, size, addr: BASE + page * ZIPF_PAGE + slot * size as u64 }
                 });
             }
@@ -518,34 +503,45 @@ impl TraceReader for Generator {
 mod tests {
     use super::*;
 
+    /// Checks every rank's frequency (or, for ranks beyond 200, each bucket-sized group's)
+    /// against the exact Zipf probabilities.
     #[test]
-    fn alias_and_tail_match_the_distribution() {
-        // n = 40 ranks, head of 5 (alias) and tail of 35 (rejection-inversion).
-        for &s in &[0.6, 1.0, 1.3] {
-            let n = 40u64;
-            let z = Zipf::new(n, s, 5);
+    fn alias_and_buckets_match_the_distribution() {
+        for &(n, s, head) in &[(40u64, 0.6, 5u64), (3000, 1.0, 16), (5000, 1.3, 1), (100, 2.0, 100)] {
+            let z = Zipf::new(n, s, head);
             let mut rng = Rng::new(7);
             let draws = 400_000;
             let mut counts = vec![0u64; n as usize];
             for _ in 0..draws {
-                let r1 = rng.next_u64();
-                counts[z.sample(&mut rng, r1) as usize] += 1;
+                counts[z.sample(&mut rng) as usize] += 1;
             }
             let total: f64 = (1..=n).map(|k| (k as f64).powf(-s)).sum();
-            for (i, &c) in counts.iter().enumerate() {
-                let p = ((i + 1) as f64).powf(-s) / total;
+            let mut groups: Vec<(usize, usize)> = (0..n.min(200) as usize).map(|i| (i, i + 1)).collect();
+            let mut lo = 200usize;
+            while lo < n as usize {
+                let hi = (lo + lo / 4).min(n as usize);
+                groups.push((lo, hi));
+                lo = hi;
+            }
+            for (a, b) in groups {
+                let c: u64 = counts[a..b].iter().sum();
+                let p: f64 = (a + 1..=b).map(|k| (k as f64).powf(-s)).sum::<f64>() / total;
                 let expect = p * draws as f64;
                 let sd = (expect * (1.0 - p)).sqrt();
-                assert!((c as f64 - expect).abs() < 5.0 * sd + 1.0, "s={s} rank {i}: {c} vs {expect:.0}");
+                assert!((c as f64 - expect).abs() < 5.0 * sd + 1.0, "n={n} s={s} ranks {a}..{b}: {c} vs {expect:.0}");
             }
         }
     }
 
     #[test]
     fn zeta_range_approximation() {
-        let exact: f64 = (100_000u64..=3_000_000).map(|k| (k as f64).powf(-1.1)).sum();
-        let approx = zeta_range(100_000, 3_000_000, 1.1);
-        assert!((exact - approx).abs() / exact < 1e-9, "{exact} {approx}");
+        for &(a, b, s) in
+            &[(100_000u64, 3_000_000u64, 1.1), (8193, 8935, 1.0), (70, 76, 0.5), (1100, 5000, 1.5), (65, 2000, 2.5)]
+        {
+            let exact: f64 = (a..=b).map(|k| (k as f64).powf(-s)).sum();
+            let approx = zeta_range(a, b, s);
+            assert!((exact - approx).abs() / exact < 1e-10, "{a} {b} {s}: {exact} {approx}");
+        }
     }
 
     #[test]

@@ -198,7 +198,7 @@ const AHEAD_CHUNK: usize = 1 << 18;
 /// Chunks decoded ahead of the reader.
 const AHEAD_DEPTH: usize = 4;
 
-/// A reader that pulls `inner` on a background thread, up to [`AHEAD_DEPTH`] chunks of
+/// A reader that pulls `inner` on a background thread, up to 4 chunks of
 /// 256 KiB ahead, so that decompression overlaps decoding. Memory stays bounded.
 ///
 /// The thread ends when `inner` ends or fails, or when the `ReadAhead` is dropped (at its

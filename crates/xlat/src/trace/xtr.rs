@@ -836,6 +836,18 @@ mod tests {
         assert_eq!(raw.len(), header + 4 + 99 * 2 + 2);
     }
 
+    /// The worked example of docs/trace-format.md.
+    #[test]
+    fn documented_example() {
+        let recs = [
+            Record::Access { kind: Kind::Load, size: 4, addr: 0x1000 },
+            Record::Access { kind: Kind::Load, size: 4, addr: 0x0ff8 },
+        ];
+        let raw = encode_to_vec(&recs, Compression::None).unwrap();
+        let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
+        assert_eq!(&raw[header..], &[0x49, 0x00, 0x10, 0x04, 0x25, 0x08, tag::END, 2]);
+    }
+
     #[test]
     fn extension_records_are_skipped() {
         let mut w = XtrWriter::with_options(
