@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Whole-run benchmark: million lookups (or references) per second of the real `xlat` binary for
+#   - lackey text parsing            (xlat info --quick on a lackey file)
+#   - .xtr decoding                  (xlat info --quick on an .xtr file)
+#   - .xtr + 64-entry fully associative LRU TLB + 4-level radix table, end to end (xlat run),
+#     on a real trace and on a 10M-reference synthetic trace with about 40% misses
+#   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
+# Each figure is the best of 3 runs. Traces are made once into target/bench-data/.
+# The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
+# it the bundled data/ trace is used, which is small and so noisier).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p xlat-cli
+X=target/release/xlat
+D=target/bench-data
+mkdir -p "$D"
+
+if [ ! -f "$D/real.xtr" ]; then
+  if command -v valgrind >/dev/null; then
+    awk 'BEGIN { srand(7); for (i = 0; i < 10000; i++) { s = ""; for (j = 0; j < 8; j++) s = s sprintf("%c", 97 + int(rand() * 26)); print s, int(rand() * 100000) } }' > "$D/input.txt"
+    ( cd "$D" && LC_ALL=C valgrind --tool=lackey --trace-mem=yes --log-file=real.lackey sort input.txt > /dev/null )
+  else
+    echo "valgrind not found: using the bundled trace (small)" >&2
+    zstd -dc data/sort-400.lackey.zst > "$D/real.lackey"
+  fi
+  "$X" convert "$D/real.lackey" "$D/real.xtr" 2>/dev/null
+fi
+[ -f "$D/synthetic.xtr" ] || "$X" gen --pattern uniform --refs 10000000 --footprint 438272 --seed 7 -o "$D/synthetic.xtr"
+cat > "$D/fa64.toml" <<'TOML'
+name = "fa64"
+[[tlb]]
+name = "L1"
+entries = 64
+ways = 64
+policy = "lru"
+[page_table]
+kind = "radix"
+TOML
+for i in 2 3 4; do sed "s/^name = \"fa64\"/name = \"fa64-$i\"/" "$D/fa64.toml" > "$D/fa64-$i.toml"; done
+
+best() { # best wall seconds of 3 runs of "$@"
+  local b=999 s e t
+  for _ in 1 2 3; do
+    s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
+    t=$(echo "$e - $s" | bc -l); if (( $(echo "$t < $b" | bc -l) )); then b=$t; fi
+  done
+  echo "$b"
+}
+count() { "$X" info --quick --json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["references"], d["input_bytes"])'; }
+lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["configs"][0]; print(d["trace"]["lookups"], c["tlb"][0]["misses"])'; }
+
+read -r lk_refs lk_bytes < <(count "$D/real.lackey")
+read -r xr_refs _ < <(count "$D/real.xtr")
+t_lk=$(best "$X" info --quick "$D/real.lackey")
+t_xr=$(best "$X" info --quick "$D/real.xtr")
+printf "%-46s %10s %10s\n" "benchmark" "seconds" "rate"
+printf "%-46s %10.3f %7.1f MB/s (%.1f M refs/s)\n" "lackey parsing ($lk_refs refs)" "$t_lk" "$(echo "$lk_bytes / $t_lk / 1000000" | bc -l)" "$(echo "$lk_refs / $t_lk / 1000000" | bc -l)"
+printf "%-46s %10.3f %7.1f M records/s\n" "xtr decoding ($xr_refs refs)" "$t_xr" "$(echo "$xr_refs / $t_xr / 1000000" | bc -l)"
+for t in real synthetic; do
+  read -r n misses < <(lookups "$D/$t.xtr")
+  t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
+  t4=$(best "$X" run -q -c "$D/fa64.toml" -c "$D/fa64-2.toml" -c "$D/fa64-3.toml" -c "$D/fa64-4.toml" -t "$D/$t.xtr")
+  printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xtr + FA-64 LRU + radix, $t ($n lookups)" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
+  printf "%-46s %10.3f %7.1f M lookups/s per design\n" "  each extra design in the same pass" "$(echo "($t4 - $t1) / 3" | bc -l)" "$(echo "3 * $n / ($t4 - $t1) / 1000000" | bc -l)"
+done
