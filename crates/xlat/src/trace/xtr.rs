@@ -608,9 +608,18 @@ fn byte_len(v: u64) -> usize {
     ((71 - v.leading_zeros()) / 8) as usize
 }
 
-/// Appends the encoding of one access.
+/// Writes the encoding of one access at `out[p..]` (which must have 16 bytes of room) and
+/// returns the position after it. Fixed-width stores, no per-byte pushes.
 #[inline(always)]
-fn encode_access(buf: &mut Vec<u8>, la: &mut [u64; 4], ls: &mut [u32; 4], kind: Kind, size: u32, addr: u64) {
+fn encode_access(
+    out: &mut [u8],
+    p: usize,
+    la: &mut [u64; 4],
+    ls: &mut [u32; 4],
+    kind: Kind,
+    size: u32,
+    addr: u64,
+) -> usize {
     let k = kind as usize;
     let delta = addr.wrapping_sub(la[k]);
     la[k] = addr;
@@ -624,16 +633,22 @@ fn encode_access(buf: &mut Vec<u8>, la: &mut [u64; 4], ls: &mut [u32; 4], kind: 
     };
     let explicit = size != ls[k];
     ls[k] = size;
-    buf.push(k as u8 | (code as u8) << 2 | if explicit { SIZE_FLAG } else { 0 });
-    buf.extend_from_slice(&bytes.to_le_bytes()[..len]);
+    let mut w = [0u8; 16];
+    w[0] = k as u8 | (code as u8) << 2 | if explicit { SIZE_FLAG } else { 0 };
+    w[1..9].copy_from_slice(&bytes.to_le_bytes());
+    let mut n = 1 + len;
     if explicit {
         if size <= 255 {
-            buf.push(size as u8);
+            w[n & 15] = size as u8;
+            n += 1;
         } else {
-            buf.push(0);
-            buf.extend_from_slice(&size.to_le_bytes());
+            // w[n] stays 0: the escape.
+            w[(n + 1) & 15..][..4].copy_from_slice(&size.to_le_bytes());
+            n += 5;
         }
     }
+    out[p..p + 16].copy_from_slice(&w);
+    p + n
 }
 
 fn encode_event(buf: &mut Vec<u8>, r: &Record) {
@@ -770,16 +785,25 @@ impl<W: Write> XtrWriter<W> {
 
 impl<W: Write> TraceWriter for XtrWriter<W> {
     fn write(&mut self, records: &[Record]) -> Result<(), TraceError> {
+        let mut event = Vec::with_capacity(MARGIN);
         for chunk in records.chunks(1024) {
-            self.buf.reserve(chunk.len() * MARGIN);
+            // Room for the longest record each, written in place, then cut to what was used.
+            let mut p = self.buf.len();
+            self.buf.resize(p + chunk.len() * MARGIN + 16, 0);
             for r in chunk {
                 match *r {
                     Record::Access { kind, size, addr } => {
-                        encode_access(&mut self.buf, &mut self.last_addr, &mut self.last_size, kind, size, addr)
+                        p = encode_access(&mut self.buf, p, &mut self.last_addr, &mut self.last_size, kind, size, addr)
                     }
-                    ref ev => encode_event(&mut self.buf, ev),
+                    ref ev => {
+                        event.clear();
+                        encode_event(&mut event, ev);
+                        self.buf[p..p + event.len()].copy_from_slice(&event);
+                        p += event.len();
+                    }
                 }
             }
+            self.buf.truncate(p);
             self.records += chunk.len() as u64;
             self.flush_if_full()?;
         }
