@@ -82,9 +82,6 @@ fn truncated_compressed_xtr_fails_cleanly() {
 }
 
 #[test]
-#[ignore = "bug: a cut compressed .xtr reports 'offset <decompressed read-ahead chunk boundary>: cannot read: \
-            incomplete frame' (e.g. offset 786432 for a 99950-byte file): the offset is not in the file and \
-            the message does not say the trace is truncated"]
 fn truncated_compressed_xtr_says_where_and_what_was_expected() {
     let sc = Scratch::new();
     let demo = std::fs::read(demo_xtr()).unwrap();
@@ -164,13 +161,10 @@ fn wrong_format_forced_fails_cleanly() {
     let err = sc.fails(&demo_xtr(), &["--format", "lackey"], "--format lackey on xtr");
     assert_mentions(&err, &["demo.xtr", "line "]);
     let err = expect_error(&run(&["info", s(&lackey_fixture()), "--format", "champsim"]), "info as champsim");
-    assert_mentions(&err, &["sort-400.lackey.zst", "offset ", "64"]);
+    assert_mentions(&err, &["sort-400.lackey.zst", "offset ", "ChampSim"]);
 }
 
 #[test]
-#[ignore = "bug: `run --format champsim` on a lackey file fails with \"config 'fa64': address 0x3d33363138323000 \
-            lies outside the 48-bit virtual address space ...\": it blames the design and names neither the \
-            trace file nor an offset"]
 fn champsim_forced_on_lackey_names_the_trace() {
     let sc = Scratch::new();
     let err = sc.fails(&lackey_fixture(), &["--format", "champsim"], "--format champsim on lackey");
@@ -178,8 +172,6 @@ fn champsim_forced_on_lackey_names_the_trace() {
 }
 
 #[test]
-#[ignore = "bug: `--format champsim` on lackey text whose length is a multiple of 64 is accepted: `run -p pa-8000` \
-            (64-bit VA) and `info` exit 0 and report garbage addresses such as 0xa312c3031323233"]
 fn champsim_forced_on_lackey_text_is_never_accepted() {
     let sc = Scratch::new();
     let text = &lackey_text()[..64 * 1000];

@@ -125,11 +125,7 @@ impl RefNru {
         let (w, hit) = match set.iter().position(|e| e.0 == Some(vpn)) {
             Some(w) => (w, true),
             None => {
-                let w = set
-                    .iter()
-                    .position(|e| e.0.is_none())
-                    .or_else(|| set.iter().position(|e| !e.1))
-                    .unwrap_or(0);
+                let w = set.iter().position(|e| e.0.is_none()).or_else(|| set.iter().position(|e| !e.1)).unwrap_or(0);
                 set[w].0 = Some(vpn);
                 (w, false)
             }

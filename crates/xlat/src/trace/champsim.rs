@@ -141,6 +141,18 @@ impl<R: Read + Send> TraceReader for ChampsimReader<R> {
                 }
             }
             let rec: &[u8; RECORD_BYTES] = self.buf[self.pos..self.pos + RECORD_BYTES].try_into().unwrap();
+            // The two branch flags are booleans in every ChampSim trace: anything else means the
+            // input is not one (e.g. text read with --format champsim).
+            if rec[8] > 1 || rec[9] > 1 {
+                return Err(TraceError::at_offset(
+                    &self.name,
+                    self.base + self.pos as u64 + 8,
+                    format!(
+                        "not a ChampSim trace: is_branch = {:#04x}, branch_taken = {:#04x} (expected 0 or 1)",
+                        rec[8], rec[9]
+                    ),
+                ));
+            }
             self.pos += RECORD_BYTES;
             let n = decode_record(rec, &mut tmp);
             let room = (max - out.len()).min(n);

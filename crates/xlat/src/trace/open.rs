@@ -27,7 +27,9 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Cursor, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 
 use super::champsim::{ChampsimReader, ChampsimWriter};
 use super::lackey::{LackeyReader, LackeyWriter};
@@ -112,12 +114,59 @@ pub fn decompress<'a, R: Read + Send + 'a>(inner: R) -> io::Result<(Box<dyn Read
             return Ok((rejoined, layers));
         }
         layers.push(c);
-        stream = match c {
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(rejoined)),
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(rejoined)?),
-            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(rejoined)),
+        let consumed = Arc::new(AtomicU64::new(0));
+        let counted = Counting { inner: rejoined, n: consumed.clone() };
+        let decoder: Box<dyn Read + Send + 'a> = match c {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(counted)?),
+            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
             Compression::None => unreachable!(),
         };
+        stream = Box::new(Layer { decoder, kind: c, consumed, produced: 0 });
+    }
+}
+
+/// Counts the compressed bytes a decoder has consumed.
+struct Counting<R> {
+    inner: R,
+    n: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n.fetch_add(k as u64, Ordering::Relaxed);
+        Ok(k)
+    }
+}
+
+/// A decompression layer whose errors say what happened and where: a cut or damaged compressed
+/// stream reads as "truncated or corrupt", with the compressed and decompressed positions.
+struct Layer<'a> {
+    decoder: Box<dyn Read + Send + 'a>,
+    kind: Compression,
+    consumed: Arc<AtomicU64>,
+    produced: u64,
+}
+
+impl Read for Layer<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.decoder.read(buf) {
+            Ok(k) => {
+                self.produced += k as u64;
+                Ok(k)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "{} data is truncated or corrupt near compressed byte {} ({} bytes decompressed): {e}",
+                    self.kind.name(),
+                    self.consumed.load(Ordering::Relaxed),
+                    self.produced
+                ),
+            )),
+        }
     }
 }
 
