@@ -224,7 +224,7 @@ fn cmd_run(a: RunArgs) -> Result<()> {
     if configs.is_empty() {
         bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
     }
-    let (mut reader, format) = trace::open::open_reader_with_format(&a.trace, format_arg(&a.common.format))?;
+    let (mut reader, format) = trace::open::open_reader_inline(&a.trace, format_arg(&a.common.format))?;
     simulate(&configs, reader.as_mut(), &a.trace, format.name(), &a.common)
 }
 
@@ -282,13 +282,13 @@ fn simulate(
     let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
     if !common.quiet && !to_stdout {
         print!("{}", report::table(&input, &systems));
-        let lookups = summary.trace.lookups.max(1);
         eprintln!(
-            "simulated {} designs over {} lookups in {:.2} s ({:.1} M lookups/s per design)",
+            "simulated {} design{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),
+            if systems.len() == 1 { "" } else { "s" },
             summary.trace.lookups,
             seconds,
-            lookups as f64 / seconds.max(1e-9) / 1e6
+            (summary.trace.lookups * systems.len() as u64) as f64 / seconds.max(1e-9) / 1e6
         );
     }
     Ok(())
@@ -333,7 +333,7 @@ fn cmd_demo(a: DemoArgs) -> Result<()> {
     let configs = demo_configs()?;
     let stream = Box::new(std::io::Cursor::new(DEMO_TRACE));
     let (mut reader, _) =
-        trace::open::reader_from_stream(stream, DEMO_NAME, Some(Format::Xtr), Some(DEMO_TRACE.len() as u64))?;
+        trace::open::reader_from_stream(stream, DEMO_NAME, Some(Format::Xtr), Some(DEMO_TRACE.len() as u64), false)?;
     let to_stdout = a.common.json.as_deref() == Some("-") || a.common.csv.as_deref() == Some("-");
     if !a.common.quiet && !to_stdout {
         println!("xlat demo: a real program's memory trace (see data/README.md) through six designs.\n");

@@ -111,7 +111,7 @@ fn xtr(c: &mut Criterion) {
     g.bench_function("decode_zstd_read_ahead", |b| {
         b.iter(|| {
             let input = Box::new(Cursor::new(shared.clone()));
-            let (mut r, _) = reader_from_stream(input, "bench", Some(Format::Xtr), None).unwrap();
+            let (mut r, _) = reader_from_stream(input, "bench", Some(Format::Xtr), None, true).unwrap();
             assert_eq!(drain(&mut *r, &mut batch), n as u64);
         })
     });

@@ -500,58 +500,64 @@ pub fn run(
     let max = opts.max_refs.unwrap_or(u64::MAX);
     let mut truncated = false;
     std::thread::scope(|scope| -> Result<(), SimError> {
-        let (full_tx, full_rx) = mpsc::sync_channel::<Result<Vec<Record>, TraceError>>(4);
+        // The reader thread also counts the trace and applies the reference limit, so the
+        // simulation thread only simulates. It sends (batch, records to use, counts so far).
+        type Msg = Result<(Vec<Record>, usize, TraceCounts), TraceError>;
+        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<Record>>();
         let reader = &mut *reader;
-        scope.spawn(move || loop {
-            let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-            match reader.read_batch(&mut buf, BATCH) {
-                Ok(0) => break,
-                Ok(_) => {
-                    if full_tx.send(Ok(buf)).is_err() {
-                        break; // the simulation stopped early
-                    }
+        let mut c = counts;
+        let reader_thread = scope.spawn(move || -> bool {
+            loop {
+                let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                if c.references == max {
+                    // At the limit: is there more trace?
+                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
                 }
-                Err(e) => {
-                    let _ = full_tx.send(Err(e));
-                    break;
+                match reader.read_batch(&mut buf, BATCH) {
+                    Ok(0) => return false,
+                    Ok(_) => {
+                        let mut n = buf.len();
+                        let mut cut = false;
+                        for (i, r) in buf.iter().enumerate() {
+                            if let Record::Access { kind, size, addr } = *r {
+                                if c.references == max {
+                                    n = i;
+                                    cut = true;
+                                    break;
+                                }
+                                c.references += 1;
+                                c.by_kind[kind as usize] += 1;
+                                let end = addr.saturating_add(size.max(1) as u64 - 1);
+                                c.lookups += (end >> shift) - (addr >> shift) + 1;
+                            } else {
+                                c.events += 1;
+                            }
+                        }
+                        if full_tx.send(Ok((buf, n, c))).is_err() {
+                            return false; // the simulation stopped
+                        }
+                        if cut {
+                            return true;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        return false;
+                    }
                 }
             }
         });
-        while counts.references < max {
-            let Ok(batch) = full_rx.recv() else { break };
-            let batch = batch?;
-            // Cut the batch at the reference limit.
-            let mut n = batch.len();
-            let mut refs = counts.references;
-            for (i, r) in batch.iter().enumerate() {
-                if let Record::Access { kind, size, addr } = *r {
-                    if refs == max {
-                        n = i;
-                        truncated = true;
-                        break;
-                    }
-                    refs += 1;
-                    counts.by_kind[kind as usize] += 1;
-                    let end = addr.saturating_add(size.max(1) as u64 - 1);
-                    counts.lookups += (end >> shift) - (addr >> shift) + 1;
-                } else {
-                    counts.events += 1;
-                }
-            }
-            counts.references = refs;
+        for msg in full_rx.iter() {
+            let (batch, n, c) = msg?;
             for s in systems.iter_mut() {
                 s.process(&batch[..n])?;
             }
+            counts = c;
             progress(counts.references);
             let _ = empty_tx.send(batch);
         }
-        if counts.references == max && !truncated {
-            // The limit was reached exactly at a batch end: is there more trace?
-            truncated = matches!(full_rx.recv(), Ok(Ok(_)));
-        }
-        // Dropping the receiver stops a reader still blocked on a full channel.
-        drop(full_rx);
+        truncated = reader_thread.join().unwrap_or(false);
         Ok(())
     })?;
     Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })

@@ -437,10 +437,11 @@ pub fn reader_from_stream(
     name: &str,
     format: Option<Format>,
     len: Option<u64>,
+    read_ahead: bool,
 ) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
     let (mut stream, layers) =
         decompress(stream).map_err(|e| TraceError::at_offset(name, 0, format!("cannot read: {e}")))?;
-    if !layers.is_empty() {
+    if !layers.is_empty() && read_ahead {
         stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
     }
     let len = if layers.is_empty() { len } else { None };
@@ -469,7 +470,15 @@ pub fn open_reader_with_format(
     format: Option<Format>,
 ) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
     let (stream, len) = open_input(path)?;
-    reader_from_stream(stream, path, format, len)
+    reader_from_stream(stream, path, format, len, true)
+}
+
+/// Like [`open_reader_with_format`], without the decompression read-ahead thread: for callers
+/// that already read on a thread of their own (the engine's [`crate::engine::run`]), where a
+/// third thread on a two-core machine costs more than it gives.
+pub fn open_reader_inline(path: &str, format: Option<Format>) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
+    let (stream, len) = open_input(path)?;
+    reader_from_stream(stream, path, format, len, false)
 }
 
 /// Opens `path` (`-` for stdin) for reading. Compression (gzip, zstd, xz) is detected from the
