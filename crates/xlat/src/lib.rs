@@ -11,6 +11,37 @@
 //! - [`engine`]: one simulated system per config; many of them fed by one pass over a trace.
 //! - [`stats`]: plain counters the engine fills and the printers read.
 //! - [`report`]: table, JSON and CSV printers.
+//!
+//! A design, a few references and their counts:
+//!
+//! ```
+//! use xlat::config::Config;
+//! use xlat::engine::System;
+//! use xlat::trace::{Kind, Record};
+//!
+//! let toml = r#"
+//! name = "fa2"
+//! [[tlb]]
+//! name = "L1"
+//! entries = 2
+//! policy = "lru"
+//! [page_table]
+//! kind = "radix"
+//! "#;
+//! let mut sys = System::new(&Config::from_toml(toml, "example")?)?;
+//! // Pages 1, 2, 1, 3, 2: the third page evicts page 2 (least recently used), so the last
+//! // reference misses again.
+//! let refs: Vec<Record> =
+//!     [1u64, 2, 1, 3, 2].iter().map(|p| Record::Access { kind: Kind::Load, size: 8, addr: p << 12 }).collect();
+//! sys.process(&refs)?;
+//! let s = sys.stats();
+//! assert_eq!((s.tlb[0].accesses, s.tlb[0].misses), (5, 4));
+//! assert_eq!(s.page_faults, 3);
+//! // Four walks: the first finds no table at all for this process and reads nothing, the other
+//! // three read one entry in each of the 4 levels.
+//! assert_eq!((s.walks.count, s.walks.memory_refs), (4, 12));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod addr;
