@@ -156,6 +156,12 @@ pub enum ConfigError {
     UnknownPreset(String),
 }
 
+/// Most entries one TLB structure may have (2^24).
+pub const MAX_TLB_ENTRIES: u32 = 1 << 24;
+
+/// Most physical frames a machine may have (2^32: 16 TiB of 4 KB frames).
+pub const MAX_FRAMES: u64 = 1 << 32;
+
 /// Built-in presets: (name, TOML source). Each file in `configs/` documents its source.
 pub const PRESETS: &[(&str, &str)] = &[
     ("mips-r3000", include_str!("../../../configs/mips-r3000.toml")),
@@ -214,8 +220,11 @@ impl Config {
         }
         for (i, t) in self.tlb.iter().enumerate() {
             let key = |k: &str| format!("tlb[{i}].{k}");
-            if t.entries == 0 {
-                return Err(ParamError::new(key("entries"), "must be at least 1, got 0"));
+            if t.entries == 0 || t.entries > MAX_TLB_ENTRIES {
+                return Err(ParamError::new(
+                    key("entries"),
+                    format!("must be from 1 to {MAX_TLB_ENTRIES}, got {}", t.entries),
+                ));
             }
             if t.reserved >= t.entries {
                 return Err(ParamError::new(
@@ -267,10 +276,14 @@ impl Config {
                 return Err(ParamError::new("tlb", format!("levels serving {kind} must be 1, 2, ... without gaps")));
             }
         }
-        if self.os.memory_bytes < self.page_size {
+        let frames = self.os.memory_bytes / self.page_size;
+        if frames == 0 || frames > MAX_FRAMES {
             return Err(ParamError::new(
                 "os.memory_bytes",
-                format!("must hold at least one page of {} bytes", self.page_size),
+                format!(
+                    "must hold from 1 to 2^32 pages of {} bytes, got {} bytes ({frames} pages)",
+                    self.page_size, self.os.memory_bytes
+                ),
             ));
         }
         if !(0.0..1.0).contains(&self.os.fragmentation) {

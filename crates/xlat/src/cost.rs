@@ -102,10 +102,10 @@ impl PtCache {
             ));
         }
         let lines = c.size_bytes / c.line_bytes;
-        if lines == 0 || lines > u32::MAX as u64 {
+        if lines == 0 || lines > 1 << 24 {
             return Err(ParamError::new(
                 "cost.cache.size_bytes",
-                format!("must hold between 1 and 2^32 lines of {} bytes, got {} bytes", c.line_bytes, c.size_bytes),
+                format!("must hold from 1 to 2^24 lines of {} bytes, got {} bytes", c.line_bytes, c.size_bytes),
             ));
         }
         let geometry = Geometry { entries: lines as u32, ways: c.ways, policy: Policy::Lru, seed: 0 };

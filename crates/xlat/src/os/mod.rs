@@ -11,7 +11,7 @@ mod frames;
 pub use frames::{AllocatorKind, FrameAllocator};
 
 use crate::addr::{Asid, Pfn, Vpn};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// `[os]` section of a config.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
@@ -48,21 +48,20 @@ pub struct Os {
     frames: FrameAllocator,
     /// (asid, vpn) -> frame, for every resident base page.
     resident: BTreeMap<(u32, u64), u64>,
-    /// Sharers of each frame (fork shares frames between parent and child).
-    refcount: Vec<u16>,
+    /// Sharers of the frames that more than one page maps (fork shares frames between parent
+    /// and child); a resident frame not in this map has exactly one.
+    shared: HashMap<u64, u32>,
 }
 
 impl Os {
     /// An OS with an empty machine of `frames` frames.
     pub fn new(frames: FrameAllocator) -> Os {
-        let n = frames.total() as usize;
-        Os { frames, resident: BTreeMap::new(), refcount: vec![0; n] }
+        Os { frames, resident: BTreeMap::new(), shared: HashMap::new() }
     }
 
     /// Allocates a frame for a faulting page and records it as resident.
     pub fn fault_in(&mut self, asid: Asid, vpn: Vpn) -> Result<Pfn, OutOfMemory> {
         let pfn = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
-        self.refcount[pfn as usize] = 1;
         self.resident.insert((asid.0, vpn.0), pfn);
         Ok(Pfn(pfn))
     }
@@ -80,10 +79,12 @@ impl Os {
     }
 
     fn release(&mut self, pfn: u64) {
-        let rc = &mut self.refcount[pfn as usize];
-        *rc -= 1;
-        if *rc == 0 {
-            self.frames.free(pfn);
+        match self.shared.get_mut(&pfn) {
+            Some(n) if *n > 2 => *n -= 1,
+            Some(_) => {
+                self.shared.remove(&pfn);
+            }
+            None => self.frames.free(pfn),
         }
     }
 
@@ -93,7 +94,7 @@ impl Os {
             self.resident.range((parent.0, 0)..=(parent.0, u64::MAX)).map(|(&(_, v), &p)| (v, p)).collect();
         for &(v, p) in &pages {
             if self.resident.insert((child.0, v), p).is_none() {
-                self.refcount[p as usize] = self.refcount[p as usize].saturating_add(1);
+                *self.shared.entry(p).or_insert(1) += 1;
             }
         }
         pages.into_iter().map(|(v, p)| (Vpn(v), Pfn(p))).collect()
