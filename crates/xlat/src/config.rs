@@ -292,6 +292,7 @@ impl Config {
                 format!("must be in [0, 1), got {}", self.os.fragmentation),
             ));
         }
+        self.os.global_ranges()?;
         // The models check their own parameters (cheap: the structures start empty).
         let page_size = crate::addr::PageSize::from_bytes(self.page_size).expect("checked above");
         crate::pt::PageTable::new(&self.page_table, page_size)?;

@@ -15,6 +15,9 @@ use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
 
+/// The address space of global pages (`os.global`): mapped once, shared by every process.
+pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
+
 /// Most TLB levels on one path.
 pub const MAX_LEVELS: usize = 4;
 
@@ -52,6 +55,8 @@ pub struct System {
     pt_tlb: usize,
     /// VPNs at or above this are outside the page table's virtual address space.
     vpn_limit: u64,
+    /// VPN ranges (inclusive) of the `os.global` regions.
+    global: Vec<(u64, u64)>,
     pt: PageTable,
     os: Os,
     cache: Option<PtCache>,
@@ -162,6 +167,12 @@ impl System {
             ipath: to_path(&ipath_v),
             dpath: to_path(&dpath_v),
             pt_tlb,
+            global: config
+                .os
+                .global_ranges()?
+                .into_iter()
+                .map(|(lo, hi)| (lo >> page_size.shift(), hi >> page_size.shift()))
+                .collect(),
             vpn_limit: if config.page_table.va_bits >= 64 {
                 u64::MAX
             } else {
@@ -290,18 +301,35 @@ impl System {
     }
 
     fn fill(&mut self, levels: &[u8], vpn: Vpn, data: TlbData) {
+        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
         for &t in levels {
             let t = t as usize;
-            if self.structures[t].tlb.insert(self.asid.0, vpn, data).is_some() {
+            if self.structures[t].tlb.insert(tag, vpn, data).is_some() {
                 self.stats.tlb[t].evictions += 1;
             }
+        }
+    }
+
+    /// True if `vpn` lies in one of the `os.global` ranges.
+    #[inline(always)]
+    fn is_global(&self, vpn: Vpn) -> bool {
+        !self.global.is_empty() && self.global.iter().any(|&(lo, hi)| lo <= vpn.0 && vpn.0 <= hi)
+    }
+
+    /// The address space a page belongs to: its process's, or the shared one of global pages.
+    #[inline(always)]
+    fn space_of(&self, vpn: Vpn) -> Asid {
+        if self.is_global(vpn) {
+            GLOBAL_SPACE
+        } else {
+            self.asid
         }
     }
 
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
     #[inline(always)]
     fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), SimError> {
-        let asid = self.asid;
+        let asid = self.space_of(vpn);
         if vpn.0 >= self.vpn_limit {
             return Err(SimError::AddressRange {
                 config: self.config.name.clone(),
@@ -382,7 +410,9 @@ impl System {
                 if len > 0 {
                     let shift = self.page_size.shift();
                     let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
-                    self.unmap_range(self.asid, first, last);
+                    // Unmapping inside a global region unmaps the shared pages for everyone.
+                    let space = if self.is_global(first) { GLOBAL_SPACE } else { self.asid };
+                    self.unmap_range(space, first, last);
                 }
             }
             Record::Fork { child } => {
@@ -412,8 +442,9 @@ impl System {
             self.pt.unmap(asid, vpn);
         }
         if !pages.is_empty() {
+            let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
             for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
-                st.invalidations += s.tlb.invalidate_range(asid, first, last);
+                st.invalidations += s.tlb.invalidate_range(tag, first, last);
             }
         }
     }

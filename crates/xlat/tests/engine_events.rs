@@ -202,3 +202,36 @@ proptest! {
         prop_assert!(s.page_faults <= s.walks.count);
     }
 }
+
+#[test]
+fn global_pages_are_shared_by_every_process_and_survive_flushes() {
+    // Pages 0..4 are private; pages 0x100..0x104 lie in the global region.
+    let mut t = Vec::new();
+    for asid in [1, 2, 1, 2] {
+        t.push(Record::ContextSwitch { asid });
+        t.extend(touch(0..4));
+        t.extend(touch(0x100..0x104));
+    }
+    let global = "os.global = [\"0x100000-0x104000\"]";
+    for (extra, private_misses) in [("", 8), ("asid = \"flush\"", 16)] {
+        let c = Config::from_toml(
+            &format!(
+                "name = \"g\"\n{extra}\n[[tlb]]\nname = \"L1\"\nentries = 64\n[os]\nglobal = [\"0x100000-0x104000\"]\n"
+            ),
+            "test",
+        )
+        .unwrap();
+        let (s, _) = run_one(&c, t.clone(), None);
+        // The global pages miss once in all (first touch by process 1), the private ones once
+        // per process (tagged) or after every switch (flush).
+        assert_eq!(s.tlb[0].misses, private_misses + 4, "{extra} {global}");
+        assert_eq!(s.page_faults, 8 + 4, "private pages per process, global pages once");
+    }
+    let e = Config::from_toml(
+        "name = \"g\"\n[[tlb]]\nname = \"L1\"\nentries = 4\n[os]\nglobal = [\"0x20-0x10\"]\n",
+        "g.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("g.toml: os.global[0]:"), "{e}");
+}

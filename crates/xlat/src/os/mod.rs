@@ -26,11 +26,52 @@ pub struct OsConfig {
     /// Fraction of frames the random allocator leaves free but scattered before the trace starts
     /// (0 = none): a knob for fragmented memory. Ignored by the other allocators.
     pub fragmentation: f64,
+    /// Global regions, each `"START-END"` (hex with `0x` or decimal; END exclusive): their pages
+    /// are mapped once for all processes (like kernel mappings) and their TLB entries are global,
+    /// matching every ASID and surviving flushes on a switch.
+    pub global: Vec<String>,
+}
+
+impl OsConfig {
+    /// The `global` regions as inclusive byte ranges; errors name `os.global[i]`.
+    pub fn global_ranges(&self) -> Result<Vec<(u64, u64)>, crate::pt::ParamError> {
+        let num = |t: &str| {
+            let t = t.trim().replace('_', "");
+            match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                Some(h) => u64::from_str_radix(h, 16).ok(),
+                None => t.parse::<u64>().ok(),
+            }
+        };
+        self.global
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let bad = || {
+                    crate::pt::ParamError::new(
+                        format!("os.global[{i}]"),
+                        format!("expected \"START-END\" with START < END (hex with 0x or decimal), got \"{r}\""),
+                    )
+                };
+                let (a, b) = r.split_once('-').ok_or_else(bad)?;
+                let (lo, hi) = (num(a).ok_or_else(bad)?, num(b).ok_or_else(bad)?);
+                if lo >= hi {
+                    return Err(bad());
+                }
+                Ok((lo, hi - 1))
+            })
+            .collect()
+    }
 }
 
 impl Default for OsConfig {
     fn default() -> Self {
-        OsConfig { frame_allocator: AllocatorKind::Sequential, memory_bytes: 4 << 30, seed: 1, fragmentation: 0.0 }
+        OsConfig {
+            frame_allocator: AllocatorKind::Sequential,
+            memory_bytes: 4 << 30,
+            seed: 1,
+            fragmentation: 0.0,
+            global: Vec::new(),
+        }
     }
 }
 
