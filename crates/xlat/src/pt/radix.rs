@@ -11,7 +11,7 @@
 //! valid entry goes, root included, so a level's node count is `Nactive(pb_i)` and the size is
 //! Table 2's `Σ n_i × pte_bytes × Nactive(pb_i)`.
 
-use super::common::{validate_common, LineCfg, NIL};
+use super::common::{validate_common, LineCfg, LineTracker, NIL};
 use super::tree::{Tree, MAX_LEVELS};
 use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, PhysAddr, Vpn};
@@ -31,6 +31,39 @@ pub struct RadixTable {
     /// Paper accounting with entries no larger than a line: every entry read is exactly one
     /// reference and one line, so walks skip the general line tracker.
     one_line_per_read: bool,
+}
+
+/// How a walk accounts the entries it reads.
+trait EntryReads {
+    fn read(&mut self, rec: &mut WalkRecord, addr: u64, bytes: u64);
+    fn finish(self, rec: &mut WalkRecord);
+}
+
+/// Paper accounting with entries no larger than a line: each entry read is one reference and
+/// one line, without the general line tracker.
+struct OneLinePerRead(u64);
+
+impl EntryReads for OneLinePerRead {
+    #[inline(always)]
+    fn read(&mut self, rec: &mut WalkRecord, addr: u64, _bytes: u64) {
+        rec.push_ref(PhysAddr(addr));
+        self.0 += 1;
+    }
+    #[inline(always)]
+    fn finish(self, rec: &mut WalkRecord) {
+        rec.cache_lines += self.0;
+    }
+}
+
+impl EntryReads for LineTracker {
+    #[inline(always)]
+    fn read(&mut self, rec: &mut WalkRecord, addr: u64, bytes: u64) {
+        LineTracker::read(self, rec, addr, 0, bytes);
+    }
+    #[inline(always)]
+    fn finish(self, rec: &mut WalkRecord) {
+        LineTracker::finish(self, rec);
+    }
 }
 
 /// One page-walk cache: a small fully-associative LRU cache of the entries of one non-leaf level,
@@ -245,45 +278,38 @@ impl RadixTable {
             }
         }
         if self.one_line_per_read {
-            let mut reads = 0u64;
-            loop {
-                let idx = t.index(k, vpn);
-                rec.push_ref(PhysAddr(t.entry_addr(k, node, idx)));
-                reads += 1;
-                if k == 0 {
-                    rec.cache_lines += reads;
-                    return t.leaf(node, idx).get();
-                }
-                let child = t.child(k, node, idx);
-                if child == NIL {
-                    rec.cache_lines += reads;
-                    return None;
-                }
-                if self.has_pwc {
-                    let c = &mut self.pwc[k];
-                    if !c.entries.is_empty() {
-                        c.insert(asid.0, vpn.0 >> t.levels[k].shift, child);
-                    }
-                }
-                node = child;
-                k -= 1;
-            }
+            self.read_down(asid, vpn, k, node, rec, OneLinePerRead(0))
+        } else {
+            let lines = self.lines.tracker(rec);
+            self.read_down(asid, vpn, k, node, rec, lines)
         }
-        let pte_bytes = t.pte_bytes;
-        let mut lines = self.lines.tracker(rec);
+    }
+
+    /// Reads one entry per level from level `k` (node `node`) down to the leaf, filling the
+    /// page-walk caches of the levels read (deeper ones were probed first and missed).
+    #[inline(always)]
+    fn read_down<R: EntryReads>(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        mut k: usize,
+        mut node: u32,
+        rec: &mut WalkRecord,
+        mut reads: R,
+    ) -> Option<Pte> {
+        let t = &self.tree;
         loop {
             let idx = t.index(k, vpn);
-            lines.read(rec, t.entry_addr(k, node, idx), 0, pte_bytes);
+            reads.read(rec, t.entry_addr(k, node, idx), t.pte_bytes);
             if k == 0 {
-                lines.finish(rec);
+                reads.finish(rec);
                 return t.leaf(node, idx).get();
             }
             let child = t.child(k, node, idx);
             if child == NIL {
-                lines.finish(rec);
+                reads.finish(rec);
                 return None;
             }
-            // Every level read missed its cache (deeper ones were probed first): fill it.
             if self.has_pwc {
                 let c = &mut self.pwc[k];
                 if !c.entries.is_empty() {
