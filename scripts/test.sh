@@ -4,17 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the tests use (none are needed yet beyond the Rust toolchain; zstd and
-# valgrind are used by scripts/make-demo-trace.sh). Install missing ones quietly.
+# System packages the tests use: valgrind (a test traces a real program with lackey), gzip
+# (the program it traces), zstd (scripts/make-demo-trace.sh). Missing ones are installed.
 need=()
-for pkg in zstd; do
-  command -v "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+for cmd in valgrind gzip zstd; do
+  command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "warning: missing ${need[*]} (not needed by the Rust tests)" >&2
+    echo "missing ${need[*]}: install the Debian packages of the same names (as root: apt-get install ${need[*]})" >&2
+    exit 2
   fi
 fi
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 2; }

@@ -261,3 +261,59 @@ fn flush_on_switch_equals_tagged_for_a_single_process() {
     assert_eq!(tagged.tlb[0], flushed.tlb[0]);
     assert_eq!(flushed.events.flushes, 0);
 }
+
+/// Traces `gzip` compressing generated text with valgrind lackey, now, into a temporary file:
+/// a second real program, whose exact counts nobody has seen before the test runs.
+fn fresh_lackey_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let input = dir.join("input.txt");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let text: String = (0..8000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 61 == 60 {
+                '\n'
+            } else {
+                (b'a' + (x % 26) as u8) as char
+            }
+        })
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let log = dir.join("gzip.lackey");
+    let status = std::process::Command::new("valgrind")
+        .args(["--tool=lackey", "--trace-mem=yes"])
+        .arg(format!("--log-file={}", log.display()))
+        .args(["gzip", "-c"])
+        .arg(&input)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("valgrind is needed for this test (scripts/test.sh installs the Debian package)");
+    assert!(status.success(), "valgrind gzip failed");
+    log
+}
+
+#[test]
+fn lru_and_fifo_match_reference_on_a_freshly_traced_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fresh_lackey_trace(dir.path());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let refs: Vec<(u64, u64)> = text
+        .lines()
+        .filter(|l| matches!(l.get(..2), Some("I " | " L" | " S" | " M")))
+        .map(|l| {
+            let (a, s) = l[2..].trim().split_once(',').unwrap();
+            (u64::from_str_radix(a, 16).unwrap(), s.trim().parse().unwrap())
+        })
+        .collect();
+    assert!(refs.len() > 100_000, "gzip made only {} references", refs.len());
+    for (entries, ways, policy) in [(64, 64, "lru"), (32, 4, "fifo"), (128, 8, "lru"), (12, 12, "fifo")] {
+        let mut r = RefTlb::new(entries, ways, policy == "fifo");
+        let misses: u64 = refs.iter().flat_map(|&(a, s)| pages(a, s, 12)).map(|v| !r.access(v) as u64).sum();
+        let cfg = Config::from_toml(&one_level(entries, ways, policy, 4096), "test").unwrap();
+        let mut systems = vec![System::new(&cfg).unwrap()];
+        let mut reader = xlat::trace::open::open_reader(path.to_str().unwrap(), None).unwrap();
+        engine::run(reader.as_mut(), &mut systems, RunOptions::default(), |_| {}).unwrap();
+        assert_eq!(systems[0].stats().tlb[0].misses, misses, "{entries}x{ways} {policy}");
+    }
+}
