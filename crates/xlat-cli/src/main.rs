@@ -248,16 +248,22 @@ fn simulate(
     let bar = (!common.quiet && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references ({per_sec})")
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references {msg}")
                 .expect("valid template"),
         );
         b
     });
     let start = Instant::now();
     let opts = RunOptions { max_refs: common.max_refs };
+    let mut last_msg = 0u64;
     let summary = engine::run(reader, &mut systems, opts, |n| {
         if let Some(b) = &bar {
             b.set_position(n);
+            // The rate text changes a few times a second, not per batch.
+            if n - last_msg >= 1 << 22 {
+                last_msg = n;
+                b.set_message(format!("({:.1} M/s)", n as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6));
+            }
         }
     })?;
     let seconds = start.elapsed().as_secs_f64();
