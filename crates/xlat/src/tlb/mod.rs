@@ -526,11 +526,11 @@ impl Order {
 }
 
 /// Open-addressing (linear probing, backward-shift deletion) map from (tag, ASID) to slot, one
-/// 16-byte cell per entry so a probe touches one cache line.
+/// 16-byte cell per entry so a probe touches one cache line. The capacity is a power of two and
+/// every position is reduced with `len - 1`, so the compiler can see each index is in bounds.
 #[derive(Clone, Debug)]
 struct Index {
-    cells: Vec<Cell>,
-    mask: usize,
+    cells: Box<[Cell]>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -545,69 +545,77 @@ const EMPTY: Cell = Cell { tag: INVALID, asid: 0, slot: NIL };
 impl Index {
     fn new(entries: u32) -> Index {
         let cap = (entries as usize * 4).next_power_of_two().max(16);
-        Index { cells: vec![EMPTY; cap], mask: cap - 1 }
+        Index { cells: vec![EMPTY; cap].into_boxed_slice() }
+    }
+
+    #[inline(always)]
+    fn mask(&self) -> usize {
+        self.cells.len() - 1
     }
 
     #[inline(always)]
     fn home(&self, tag: u64, asid: u32) -> usize {
         let h = (tag ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & self.mask
+        (h >> 32) as usize & self.mask()
     }
 
     #[inline(always)]
     fn get(&self, tag: u64, asid: u32) -> Option<u32> {
+        let m = self.mask();
         let mut i = self.home(tag, asid);
         loop {
-            let c = self.cells[i];
+            let c = self.cells[i & m];
             if c.tag == tag && c.asid == asid {
                 return Some(c.slot);
             }
             if c.tag == INVALID {
                 return None;
             }
-            i = (i + 1) & self.mask;
+            i = (i + 1) & m;
         }
     }
 
     #[inline(always)]
     fn insert(&mut self, tag: u64, asid: u32, slot: u32) {
+        let m = self.mask();
         let mut i = self.home(tag, asid);
-        while self.cells[i].tag != INVALID {
-            i = (i + 1) & self.mask;
+        while self.cells[i & m].tag != INVALID {
+            i = (i + 1) & m;
         }
-        self.cells[i] = Cell { tag, asid, slot };
+        self.cells[i & m] = Cell { tag, asid, slot };
     }
 
     #[inline(always)]
     fn remove(&mut self, tag: u64, asid: u32) {
+        let m = self.mask();
         let mut i = self.home(tag, asid);
         loop {
-            let c = self.cells[i];
+            let c = self.cells[i & m];
             if c.tag == INVALID {
                 return;
             }
             if c.tag == tag && c.asid == asid {
                 break;
             }
-            i = (i + 1) & self.mask;
+            i = (i + 1) & m;
         }
         // Backward-shift deletion keeps probe sequences unbroken without tombstones.
-        let mut hole = i;
-        let mut j = (i + 1) & self.mask;
+        let mut hole = i & m;
+        let mut j = (i + 1) & m;
         loop {
-            let c = self.cells[j];
+            let c = self.cells[j & m];
             if c.tag == INVALID {
                 break;
             }
             let home = self.home(c.tag, c.asid);
             // Move j into the hole if its home does not lie cyclically in (hole, j].
-            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
-                self.cells[hole] = c;
+            if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
+                self.cells[hole & m] = c;
                 hole = j;
             }
-            j = (j + 1) & self.mask;
+            j = (j + 1) & m;
         }
-        self.cells[hole] = EMPTY;
+        self.cells[hole & m] = EMPTY;
     }
 }
 
