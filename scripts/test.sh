@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the tests use: valgrind (a test traces a real program with lackey), gzip
-# (the program it traces), zstd (scripts/make-demo-trace.sh). Missing ones are installed.
+# System packages the tests use, as command:package: valgrind (tests trace real programs with
+# lackey), gzip (a program traced), zstd (scripts/make-demo-trace.sh), qemu-x86_64 from
+# qemu-user and cc from gcc (`xlat trace` runs programs under QEMU with a plugin compiled on
+# first use). Missing ones are installed.
 need=()
-for cmd in valgrind gzip zstd; do
-  command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
+for pair in valgrind:valgrind gzip:gzip zstd:zstd qemu-x86_64:qemu-user cc:gcc; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -11,6 +11,9 @@ use xlat::engine::{self, RunOptions, System};
 use xlat::report::{self, ReportInput};
 use xlat::trace::{self, Format, TraceReader};
 
+mod snapshot_cmd;
+mod trace_cmd;
+
 /// xlat: a trace-driven simulator of TLBs, page tables and the OS policies around them.
 #[derive(Parser)]
 #[command(name = "xlat", version, about, long_about = None, propagate_version = true)]
@@ -33,6 +36,10 @@ enum Command {
     Gen(GenArgs),
     /// List the built-in presets, or print one as TOML.
     Presets(PresetsArgs),
+    /// Record the mapped regions and resident pages of a process tree (at peak RSS, or now).
+    Snapshot(snapshot_cmd::SnapshotArgs),
+    /// Run a program under a tracer (QEMU plugin or valgrind lackey) and write its references.
+    Trace(trace_cmd::TraceArgs),
 }
 
 #[derive(Args)]
@@ -44,8 +51,20 @@ struct RunArgs {
     #[arg(long = "preset", short = 'p', value_name = "NAME")]
     presets: Vec<String>,
     /// The trace file, or `-` for standard input.
-    #[arg(long, short = 't', value_name = "TRACE")]
-    trace: String,
+    #[arg(long, short = 't', value_name = "TRACE", required_unless_present_any = ["snapshot", "command"], conflicts_with = "snapshot")]
+    trace: Option<String>,
+    /// An address-space snapshot (`xlat snapshot`) instead of a trace: build each design's page
+    /// table from it and report its size.
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<String>,
+    #[command(flatten)]
+    tracer: trace_cmd::TracerArgs,
+    /// Also write the records simulated online to this xtr file (for checking).
+    #[arg(long, value_name = "OUT.xtr", hide = true, requires = "command")]
+    tee: Option<String>,
+    /// Simulate while this program runs (after `--`) instead of reading a trace.
+    #[arg(last = true, value_name = "CMD", conflicts_with_all = ["trace", "snapshot"])]
+    command: Vec<std::ffi::OsString>,
     #[command(flatten)]
     common: SimArgs,
 }
@@ -182,11 +201,18 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            // clap's message is several lines (error, usage, hint): keep the error line.
+            // clap's message is several lines (error, its details, usage, hint): keep the error
+            // and its details on one line.
             let text = e.to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-            let first = first.trim_start_matches("error: ");
-            let _ = writeln!(std::io::stderr(), "xlat: error: {first} (see `xlat --help`)");
+            let msg: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let msg = msg.join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            let _ = writeln!(std::io::stderr(), "xlat: error: {msg} (see `xlat --help`)");
             std::process::exit(2);
         }
     };
@@ -206,6 +232,8 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Info(a) => cmd_info(a),
         Command::Gen(a) => cmd_gen(a),
         Command::Presets(a) => cmd_presets(a),
+        Command::Snapshot(a) => snapshot_cmd::cmd_snapshot(a),
+        Command::Trace(a) => trace_cmd::cmd_trace(a),
     }
 }
 
@@ -214,6 +242,13 @@ fn format_arg(s: &str) -> Option<Format> {
 }
 
 fn cmd_run(a: RunArgs) -> Result<()> {
+    if !a.command.is_empty() {
+        return trace_cmd::run_online(&a.configs, &a.presets, &a.tracer, &a.command, a.tee.as_deref(), &a.common);
+    }
+    let Some(trace_path) = a.trace.clone() else {
+        let snap = a.snapshot.as_deref().expect("clap requires --trace or --snapshot");
+        return snapshot_cmd::run_snapshot(snap, &a.configs, &a.presets, &a.common);
+    };
     let mut configs = Vec::new();
     for p in &a.configs {
         configs.push(Config::from_file(p)?);
@@ -224,8 +259,8 @@ fn cmd_run(a: RunArgs) -> Result<()> {
     if configs.is_empty() {
         bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
     }
-    let (mut reader, format) = trace::open::open_reader_inline(&a.trace, format_arg(&a.common.format))?;
-    simulate(&configs, reader.as_mut(), &a.trace, format.name(), &a.common)
+    let (mut reader, format) = trace::open::open_reader_inline(&trace_path, format_arg(&a.common.format))?;
+    simulate(&configs, reader.as_mut(), &trace_path, format.name(), &a.common)
 }
 
 fn simulate(

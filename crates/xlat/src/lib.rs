@@ -3,6 +3,7 @@
 //! Layers, bottom up (see `ARCHITECTURE.md`):
 //! - [`addr`]: strong address types.
 //! - [`trace`]: trace records, readers and writers (lackey, `.xtr`, ChampSim), generators.
+//! - [`tracer`]: tracing a running program (QEMU plugin or valgrind lackey) into records.
 //! - [`tlb`]: TLB structures and replacement policies.
 //! - [`pt`]: page tables (radix, linear, hashed, clustered) and walk accounting.
 //! - [`os`]: processes, demand paging and physical frame allocators.
@@ -51,6 +52,8 @@ pub mod engine;
 pub mod os;
 pub mod pt;
 pub mod report;
+pub mod snapshot;
 pub mod stats;
 pub mod tlb;
 pub mod trace;
+pub mod tracer;

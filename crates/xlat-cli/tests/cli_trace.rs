@@ -1,0 +1,290 @@
+//! `xlat trace` and `xlat run -- CMD`: tracing real programs with QEMU's user mode and xlat's
+//! plugin (and with valgrind's lackey), the events of forking programs, online simulation, and
+//! the errors when a tool is missing. `scripts/test.sh` installs `qemu-user`, `valgrind` and
+//! the C compiler these tests use.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A program whose own loops dominate its references (static: no dynamic loader), so that two
+/// tracers' counts can be compared.
+const LOOP_C: &str = r#"
+static volatile unsigned long sink;
+static unsigned long a[1 << 16];
+static volatile unsigned long b[1 << 16];
+int main(void) {
+    unsigned long s = 0;
+    for (int r = 0; r < 6; r++)
+        for (int i = 0; i < (1 << 16); i++) {
+            a[i] += (unsigned long)i * 3 + r;
+            b[(i * 5) & ((1 << 16) - 1)] = s;
+            s += a[(i * 7) & ((1 << 16) - 1)];
+        }
+    sink = s;
+    return 0;
+}
+"#;
+
+/// Maps 1 MB, touches it, forks a child that touches it again and exits with 3, unmaps it and
+/// exits with 5.
+const FORK_C: &str = r#"
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void) {
+    char *p = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    for (int i = 0; i < (1 << 20); i += 4096) p[i] = 1;
+    pid_t c = fork();
+    if (c == 0) {
+        for (int i = 0; i < (1 << 20); i += 4096) p[i] += 2;
+        _exit(3);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    munmap(p, 1 << 20);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 3 ? 5 : 1;
+}
+"#;
+
+/// Compiles `src` once per test binary into a persistent temporary directory.
+fn compile(name: &str, src: &str, extra: &[&str]) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temporary directory"));
+    let exe = dir.path().join(name);
+    if !exe.exists() {
+        let c = write(dir.path(), &format!("{name}.c"), src);
+        let out = std::process::Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&exe)
+            .arg(&c)
+            .args(extra)
+            .output()
+            .expect("cc is needed (Debian package gcc)");
+        assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    exe
+}
+
+fn loop_program() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| compile("loop", LOOP_C, &["-static"])).clone()
+}
+
+fn fork_program() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| compile("forkmap", FORK_C, &[])).clone()
+}
+
+fn info(path: &Path) -> Value {
+    parse_json(&ok(run(&["info", "--json", s(path)])).stdout)
+}
+
+fn kinds(v: &Value) -> [u64; 4] {
+    ["ifetch", "load", "store", "modify"].map(|k| u(v, &format!("/by_kind/{k}")))
+}
+
+/// Runs `xlat trace -o OUT -- prog args` and returns its stderr (the summary line).
+fn trace(out: &Path, extra: &[&str], prog: &[&str]) -> String {
+    let mut args = vec!["trace", "-o", s(out)];
+    args.extend(extra);
+    args.push("--");
+    args.extend(prog);
+    let o = ok(run(&args));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn plugin_builds_and_traces_true() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = dir.path().join("true.xtr");
+    // An empty cache: the plugin is compiled first.
+    let o =
+        ok(xlat(&["trace", "-o", s(&out), "--", "/bin/true"]).env("XDG_CACHE_HOME", cache.path()).output().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("program exit status 0"), "{err}");
+    let built: Vec<_> =
+        std::fs::read_dir(cache.path().join("xlat")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(built.len() == 1 && built[0].to_string_lossy().ends_with(".so"), "{built:?}");
+    let v = info(&out);
+    assert!(u(&v, "/references") > 10_000, "{v}");
+    assert_eq!(u(&v, "/processes"), 1);
+    assert!(u(&v, "/events/map") >= 1, "the loader maps the libraries: {v}");
+    assert_eq!(u(&v, "/events/exit"), 1);
+    assert!(u(&v, "/by_kind/ifetch") > u(&v, "/by_kind/load"));
+}
+
+#[test]
+fn qemu_counts_match_lackey_within_one_percent() {
+    let prog = loop_program();
+    let dir = tempfile::tempdir().unwrap();
+    let q = dir.path().join("q.xtr");
+    trace(&q, &[], &[s(&prog)]);
+    let lk = dir.path().join("l.lackey");
+    let status = std::process::Command::new("valgrind")
+        .args(["--tool=lackey", "--trace-mem=yes"])
+        .arg(format!("--log-file={}", lk.display()))
+        .arg(&prog)
+        .status()
+        .expect("valgrind is needed (Debian package valgrind)");
+    assert!(status.success());
+    let (qk, lkk) = (kinds(&info(&q)), count_lackey(&std::fs::read(&lk).unwrap()));
+    for k in 0..4 {
+        let (a, b) = (qk[k] as f64, lkk[k] as f64);
+        assert!(
+            (a - b).abs() <= 0.01 * b.max(1.0),
+            "kind {k}: qemu {} vs lackey {} (all: {qk:?} vs {lkk:?})",
+            qk[k],
+            lkk[k]
+        );
+    }
+    assert!(lkk[2] > 300_000 && lkk[3] > 300_000, "the program stores and modifies: {lkk:?}");
+}
+
+#[test]
+fn lackey_backend_streams_the_same_references_as_valgrind() {
+    let prog = loop_program();
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("l.xtr");
+    let err = trace(&l, &["--backend", "lackey"], &[s(&prog)]);
+    assert!(err.contains("slower"), "{err}");
+    let v = info(&l);
+    let k = kinds(&v);
+    assert!(k[0] > 4_000_000 && k[2] > 300_000, "{k:?}");
+    assert_eq!(u(&v, "/processes"), 1);
+    assert_eq!(u(&v, "/events/map"), 0, "lackey reports no maps");
+}
+
+#[test]
+fn lackey_children_gives_an_exec_d_image_its_own_asid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ex.xtr");
+    trace(&out, &["--backend", "lackey", "--children"], &["/bin/sh", "-c", "exec /bin/true"]);
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 2, "sh and the /bin/true it became: {v}");
+    assert_eq!(u(&v, "/events/exit"), 2);
+    // Without --children the exec'd program is not traced; QEMU refuses --children.
+    let e = expect_error(&run(&["trace", "--children", "-o", s(&out), "--", "/bin/true"]), "qemu --children");
+    assert_mentions(&e, &["--children", "lackey", "execve"]);
+}
+
+#[test]
+fn forking_program_gets_asids_and_events() {
+    let prog = fork_program();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fork.xtr");
+    let err = trace(&out, &["--quantum", "1000"], &[s(&prog)]);
+    assert!(err.contains("program exit status 5"), "{err}");
+    assert!(err.contains("2 processes"), "{err}");
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 2, "{v}");
+    assert_eq!(v["asids"], serde_json::json!([0, 1]));
+    assert_eq!(u(&v, "/events/fork"), 1);
+    assert_eq!(u(&v, "/events/exit"), 2);
+    assert_eq!(u(&v, "/events/process"), 1);
+    assert!(u(&v, "/events/context_switch") >= 2, "{v}");
+    assert!(u(&v, "/events/map") >= 2 && u(&v, "/events/unmap") >= 1, "{v}");
+    // The 1 MB mapping and its unmapping are there, with the length asked for.
+    let text = ok(run(&["convert", s(&out), "-", "--to", "lackey"]));
+    assert!(!text.stdout.is_empty());
+}
+
+#[test]
+fn map_and_unmap_events_carry_the_program_s_ranges() {
+    use xlat::trace::{open::open_reader, Record};
+    let prog = fork_program();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fork.xtr");
+    trace(&out, &[], &[s(&prog)]);
+    let mut r = open_reader(s(&out), None).unwrap();
+    let mut buf = Vec::new();
+    let (mut maps, mut unmaps, mut asid, mut forks) = (Vec::new(), Vec::new(), 0u32, Vec::new());
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        for rec in &buf {
+            match *rec {
+                Record::Process { asid: a } | Record::ContextSwitch { asid: a } => asid = a,
+                Record::Map { start, len, .. } => maps.push((asid, start, len)),
+                Record::Unmap { start, len } => unmaps.push((asid, start, len)),
+                Record::Fork { child } => forks.push((asid, child)),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(forks, vec![(0, 1)]);
+    let big: Vec<_> = maps.iter().filter(|m| m.2 == 1 << 20).collect();
+    assert_eq!(big.len(), 1, "one 1 MB map: {maps:?}");
+    assert_eq!(big[0].0, 0, "mapped by the parent");
+    assert!(unmaps.iter().any(|u| u.0 == 0 && u.1 == big[0].1 && u.2 == 1 << 20), "{unmaps:?}");
+}
+
+#[test]
+fn online_run_equals_trace_then_run() {
+    let prog = fork_program();
+    let dir = tempfile::tempdir().unwrap();
+    let tee = dir.path().join("tee.xtr");
+    let args = ["run", "-p", "x86-64", "-p", "itanium2", "--quantum", "500", "--tee", s(&tee), "--json", "-", "--"];
+    let online = parse_json(&ok(run(&[&args[..], &[s(&prog)]].concat())).stdout);
+    check_report(&online);
+    let offline = run_json(&["run", "-p", "x86-64", "-p", "itanium2", "-t", s(&tee)]);
+    assert_eq!(counters(&online), counters(&offline));
+    assert!(u(&online, "/trace/references") > 100_000);
+}
+
+#[test]
+fn exit_status_of_a_killed_program_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.xtr");
+    let err = trace(&out, &[], &["/bin/sh", "-c", "kill -9 $$"]);
+    assert!(err.contains("program exit status signal 9"), "{err}");
+    assert_eq!(u(&info(&out), "/events/exit"), 1, "an exit is added for the killed process");
+}
+
+#[test]
+fn online_run_needs_exactly_one_source() {
+    let out = run(&["run", "-p", "x86-64", "-t", "x.xtr", "--", "/bin/true"]);
+    expect_error(&out, "--trace and a command");
+    let out = run(&["run", "-p", "x86-64"]);
+    expect_error(&out, "no source");
+}
+
+/// A directory holding only the listed tools (symlinks to the real ones), for a PATH that
+/// lacks the others.
+fn bin_dir_with(tools: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for t in tools {
+        let real = xlat::tracer::find_in_path(t).unwrap_or_else(|| panic!("{t} is needed"));
+        std::os::unix::fs::symlink(real, d.path().join(t)).unwrap();
+    }
+    d
+}
+
+#[test]
+fn missing_tools_give_one_line_errors_naming_the_package() {
+    let empty = bin_dir_with(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("x.xtr");
+    let with_path = |path: &Path, extra: &[&str]| {
+        let mut args = vec!["trace", "-o", s(&out_path)];
+        args.extend(extra);
+        args.extend(["--", "/bin/true"]);
+        xlat(&args).env("PATH", path).env("XDG_CACHE_HOME", cache.path()).output().unwrap()
+    };
+    let e = expect_error(&with_path(empty.path(), &[]), "no qemu");
+    assert_mentions(&e, &["qemu-x86_64", "qemu-user"]);
+    let e = expect_error(&with_path(empty.path(), &["--backend", "lackey"]), "no valgrind");
+    assert_mentions(&e, &["valgrind", "apt-get install valgrind"]);
+    // QEMU present, no compiler and nothing cached.
+    let qemu_only = bin_dir_with(&["qemu-x86_64"]);
+    let e = expect_error(&with_path(qemu_only.path(), &[]), "no cc");
+    assert_mentions(&e, &["cc", "gcc"]);
+    assert_absent(&out_path);
+    let e = expect_error(&run(&["trace", "-o", s(&out_path), "--", "no-such-program-xlat"]), "no program");
+    assert_mentions(&e, &["no-such-program-xlat", "not found"]);
+    assert_absent(&out_path);
+}

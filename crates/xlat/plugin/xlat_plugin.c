@@ -1,0 +1,549 @@
+/*
+ * xlat's QEMU TCG plugin (QEMU 7.2 user mode, plugin API version 1).
+ *
+ * Records every guest instruction fetch, load and store with its size, plus the system calls
+ * that change the address space (mmap, munmap, mremap, brk), fork and exit, and streams them as
+ * compact binary records to a FIFO named by the plugin argument `fifo=PATH`. The record stream
+ * is described in docs/tracing.md ("The plugin's record stream"); the reader is
+ * crates/xlat/src/tracer/stream.rs.
+ *
+ * Records are buffered per guest thread and written in whole chunks of at most 4096 bytes
+ * (PIPE_BUF), each starting with a header naming the process, so that the writes of forked
+ * processes sharing the FIFO never interleave inside a chunk.
+ *
+ * Instruction fetches cost one callback per executed translation block, not one per
+ * instruction: the block's instructions are emitted lazily, up to the instruction that makes a
+ * memory access (from the memory callback) or all of them when the next block starts, at a
+ * system call or at exit. So program order is kept at instruction granularity.
+ *
+ * The plugin API is declared below from QEMU's documentation of version 1 of the API (QEMU
+ * 7.2): only the functions used here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* ---- QEMU plugin API (7.2, version 1), the subset used ---- */
+
+#define XP_EXPORT __attribute__((visibility("default")))
+
+typedef uint64_t qemu_plugin_id_t;
+typedef uint32_t qemu_plugin_meminfo_t;
+struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+
+typedef struct {
+    const char *target_name;
+    struct {
+        int min;
+        int cur;
+    } version;
+    bool system_emulation;
+    union {
+        struct {
+            int smp_vcpus;
+            int max_vcpus;
+        } system;
+    };
+} qemu_info_t;
+
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
+enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
+
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                                          void *userdata);
+typedef void (*qemu_plugin_vcpu_syscall_cb_t)(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num,
+                                              uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+                                              uint64_t a6, uint64_t a7, uint64_t a8);
+typedef void (*qemu_plugin_vcpu_syscall_ret_cb_t)(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num,
+                                                  int64_t ret);
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
+                                            enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
+                                      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
+                                      void *userdata);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
+void qemu_plugin_register_vcpu_syscall_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_cb_t cb);
+void qemu_plugin_register_vcpu_syscall_ret_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_ret_cb_t cb);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
+
+XP_EXPORT int qemu_plugin_version = 1;
+
+/* ---- the record stream (docs/tracing.md) ---- */
+
+#define CHUNK 4096
+#define HEADER 8
+#define MAGIC 0x5851 /* "QX" little-endian */
+/* Room a record may need: an ifetch run header (10) or the largest event (21). */
+#define ROOM 32
+
+enum {
+    R_IFETCH = 0x01, /* n:u8 vaddr:u64 size:u8 * n */
+    R_MAP = 0x02,    /* start:u64 len:u64 flags:u32 */
+    R_UNMAP = 0x03,  /* start:u64 len:u64 */
+    R_FORK = 0x04,   /* child pid:u32 */
+    R_EXIT = 0x05,   /* (none) */
+    R_START = 0x06,  /* parent pid:u32: first record of a forked process */
+    /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
+       then an i32 delta from the previous data address of the chunk (short) or a u64. */
+    R_DATA = 0x80,
+};
+#define D_STORE 0x40
+#define D_MODIFY 0x20
+#define D_SHORT 0x10
+
+struct tbinfo {
+    uint32_t n;
+    uint64_t *vaddr;
+    uint8_t *size;
+};
+
+/* Userdata of an instruction's memory callback: its block and index. */
+struct insnref {
+    struct tbinfo *tb;
+    uint32_t idx;
+};
+
+struct buf {
+    uint8_t data[CHUNK];
+    uint32_t len;
+    uint32_t owner; /* pid of the process whose records these are */
+    struct tbinfo *cur;
+    uint32_t done; /* instructions of `cur` already emitted */
+    uint64_t last_data;
+    /* The last load, to turn a following store to the same bytes by the same instruction into a
+       modify (as valgrind's lackey reports read-modify-write instructions). */
+    uint32_t load_pos; /* offset of the tag, 0 = none */
+    uint64_t load_addr;
+    const struct insnref *load_insn;
+    uint8_t load_shift;
+    /* Arguments of the pending system call. */
+    int64_t sc_num;
+    uint64_t sc_a[5];
+    struct buf *next;
+};
+
+static int out_fd = -1;
+static volatile uint32_t cur_pid;
+static uint64_t brk_cur; /* current program break, 0 until known */
+/* Buffers by vCPU index (one guest thread each in user mode); higher indices use the TLS slot. */
+#define MAX_VCPUS 1024
+static struct buf *by_vcpu[MAX_VCPUS];
+static __thread struct buf *tls;
+static struct buf *all_bufs;
+static int bufs_lock;
+
+static void die(const char *msg)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line, "xlat plugin: %s: %s\n", msg, strerror(errno));
+    if (write(2, line, n) < 0) {
+        /* nothing else to do */
+    }
+    _exit(125);
+}
+
+static struct buf *new_buf(void)
+{
+    struct buf *b = calloc(1, sizeof *b);
+    if (!b) {
+        die("out of memory");
+    }
+    b->len = HEADER;
+    b->owner = cur_pid;
+    while (__atomic_exchange_n(&bufs_lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    b->next = all_bufs;
+    all_bufs = b;
+    __atomic_store_n(&bufs_lock, 0, __ATOMIC_RELEASE);
+    return b;
+}
+
+static struct buf *get_buf_slow(unsigned int vcpu)
+{
+    struct buf **slot = vcpu < MAX_VCPUS ? &by_vcpu[vcpu] : &tls;
+    struct buf *b = *slot;
+    if (!b) {
+        return *slot = new_buf();
+    }
+    if (b->owner != cur_pid) {
+        /* A buffer inherited at fork from a thread of the parent: start afresh. */
+        b->len = HEADER;
+        b->owner = cur_pid;
+        b->cur = NULL;
+        b->load_pos = 0;
+        b->last_data = 0;
+    }
+    return b;
+}
+
+static inline struct buf *get_buf(unsigned int vcpu)
+{
+    struct buf *b = vcpu < MAX_VCPUS ? by_vcpu[vcpu] : NULL;
+    if (__builtin_expect(b == NULL || b->owner != cur_pid, 0)) {
+        b = get_buf_slow(vcpu);
+    }
+    return b;
+}
+
+static void flush(struct buf *b)
+{
+    if (b->len <= HEADER) {
+        return;
+    }
+    uint16_t magic = MAGIC, len = (uint16_t)(b->len - HEADER);
+    memcpy(b->data, &magic, 2);
+    memcpy(b->data + 2, &len, 2);
+    memcpy(b->data + 4, &b->owner, 4);
+    size_t off = 0;
+    while (off < b->len) {
+        ssize_t w = write(out_fd, b->data + off, b->len - off);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EPIPE) {
+                _exit(125); /* xlat went away */
+            }
+            die("cannot write the trace stream");
+        }
+        off += (size_t)w;
+    }
+    b->len = HEADER;
+    b->last_data = 0;
+    b->load_pos = 0;
+}
+
+static inline void room(struct buf *b, uint32_t need)
+{
+    if (__builtin_expect(b->len + need > CHUNK, 0)) {
+        flush(b);
+    }
+}
+
+static inline void put8(struct buf *b, uint8_t v)
+{
+    b->data[b->len++] = v;
+}
+
+static inline void put32(struct buf *b, uint32_t v)
+{
+    memcpy(b->data + b->len, &v, 4);
+    b->len += 4;
+}
+
+static inline void put64(struct buf *b, uint64_t v)
+{
+    memcpy(b->data + b->len, &v, 8);
+    b->len += 8;
+}
+
+/* Emits instructions [b->done, upto) of the current block as ifetch runs of contiguous
+   instructions. */
+static void emit_ifetches(struct buf *b, uint32_t upto)
+{
+    struct tbinfo *t = b->cur;
+    uint32_t i = b->done;
+    while (i < upto) {
+        uint32_t j = i + 1;
+        while (j < upto && j - i < 255 && t->vaddr[j] == t->vaddr[j - 1] + t->size[j - 1]) {
+            j++;
+        }
+        uint32_t n = j - i;
+        room(b, 10 + n);
+        put8(b, R_IFETCH);
+        put8(b, (uint8_t)n);
+        put64(b, t->vaddr[i]);
+        memcpy(b->data + b->len, t->size + i, n);
+        b->len += n;
+        i = j;
+    }
+    b->done = upto;
+    b->load_pos = 0;
+}
+
+static inline void finish_block(struct buf *b)
+{
+    if (b->cur && b->done < b->cur->n) {
+        emit_ifetches(b, b->cur->n);
+    }
+}
+
+static void tb_exec(unsigned int vcpu, void *ud)
+{
+    struct buf *b = get_buf(vcpu);
+    finish_block(b);
+    b->cur = ud;
+    b->done = 0;
+}
+
+static void mem_cb(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)
+{
+    const struct insnref *r = ud;
+    struct buf *b = get_buf(vcpu);
+    if (b->cur == r->tb && b->done <= r->idx) {
+        emit_ifetches(b, r->idx + 1);
+    }
+    unsigned shift = qemu_plugin_mem_size_shift(info);
+    bool store = qemu_plugin_mem_is_store(info);
+    if (store && b->load_pos && b->load_insn == r && b->load_addr == vaddr && b->load_shift == shift) {
+        b->data[b->load_pos] |= D_MODIFY;
+        b->load_pos = 0;
+        return;
+    }
+    room(b, 9);
+    int64_t delta = (int64_t)(vaddr - b->last_data);
+    uint32_t pos = b->len;
+    uint8_t tag = R_DATA | (store ? D_STORE : 0) | (uint8_t)(shift & 7);
+    if (delta == (int32_t)delta) {
+        put8(b, tag | D_SHORT);
+        put32(b, (uint32_t)(int32_t)delta);
+    } else {
+        put8(b, tag);
+        put64(b, vaddr);
+    }
+    b->last_data = vaddr;
+    if (store) {
+        b->load_pos = 0;
+    } else {
+        b->load_pos = pos;
+        b->load_addr = vaddr;
+        b->load_insn = r;
+        b->load_shift = (uint8_t)shift;
+    }
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    if (n == 0) {
+        return;
+    }
+    /* Never freed: blocks may be retranslated, and their callbacks keep these pointers. */
+    struct tbinfo *t = malloc(sizeof *t + n * (sizeof(uint64_t) + 1) + n * sizeof(struct insnref) + 16);
+    if (!t) {
+        die("out of memory");
+    }
+    struct insnref *refs = (struct insnref *)(t + 1);
+    t->vaddr = (uint64_t *)(refs + n);
+    t->size = (uint8_t *)(t->vaddr + n);
+    t->n = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        t->vaddr[i] = qemu_plugin_insn_vaddr(insn);
+        size_t sz = qemu_plugin_insn_size(insn);
+        t->size[i] = (uint8_t)(sz == 0 ? 1 : sz > 255 ? 255 : sz);
+        refs[i].tb = t;
+        refs[i].idx = (uint32_t)i;
+        if (i == 0) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
+        }
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, &refs[i]);
+    }
+}
+
+/* x86-64 system call numbers. */
+enum {
+    SYS_MMAP = 9,
+    SYS_MUNMAP = 11,
+    SYS_BRK = 12,
+    SYS_MREMAP = 25,
+    SYS_CLONE = 56,
+    SYS_FORK = 57,
+    SYS_VFORK = 58,
+    SYS_EXECVE = 59,
+    SYS_EXIT = 60,
+    SYS_EXIT_GROUP = 231,
+    SYS_EXECVEAT = 322,
+    SYS_CLONE3 = 435,
+};
+#define CLONE_VM 0x100
+#define CLONE_VFORK 0x4000
+#define PROT_READ 1
+#define PROT_WRITE 2
+#define PROT_EXEC 4
+#define MAP_SHARED 1
+#define MREMAP_FIXED 2
+
+static uint64_t page_up(uint64_t v)
+{
+    return (v + 4095) & ~(uint64_t)4095;
+}
+
+static void ev_map(struct buf *b, uint64_t start, uint64_t len, uint32_t flags)
+{
+    room(b, 21);
+    put8(b, R_MAP);
+    put64(b, start);
+    put64(b, len);
+    put32(b, flags);
+}
+
+static void ev_unmap(struct buf *b, uint64_t start, uint64_t len)
+{
+    room(b, 17);
+    put8(b, R_UNMAP);
+    put64(b, start);
+    put64(b, len);
+}
+
+/* A system call that makes a new process. QEMU user mode runs vfork and clone with CLONE_VFORK
+   (posix_spawn) as a plain fork; clone3 it refuses (ENOSYS), and the C library falls back to
+   clone. */
+static bool is_fork(int64_t num, uint64_t a1)
+{
+    return num == SYS_FORK || num == SYS_VFORK || (num == SYS_CLONE && (!(a1 & CLONE_VM) || (a1 & CLONE_VFORK)));
+}
+
+static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2,
+                       uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
+{
+    (void)id, (void)a6, (void)a7, (void)a8;
+    struct buf *b = get_buf(vcpu);
+    finish_block(b);
+    b->sc_num = num;
+    b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5;
+    if (is_fork(num, a1) || num == SYS_CLONE || num == SYS_EXECVE || num == SYS_EXECVEAT || num == SYS_EXIT ||
+        num == SYS_EXIT_GROUP) {
+        /* Nothing buffered may be inherited by a child, lost with a replaced image or a thread. */
+        flush(b);
+    }
+}
+
+static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, int64_t ret)
+{
+    (void)id;
+    struct buf *b = get_buf(vcpu);
+    if (num != b->sc_num) {
+        return;
+    }
+    const uint64_t *a = b->sc_a;
+    bool ok = !(ret < 0 && ret >= -4095);
+    switch (num) {
+    case SYS_MMAP:
+        if (ok) {
+            uint32_t f = ((a[2] & PROT_READ) ? 1 : 0) | ((a[2] & PROT_WRITE) ? 2 : 0) |
+                         ((a[2] & PROT_EXEC) ? 4 : 0) | ((a[3] & MAP_SHARED) ? 8 : 0);
+            ev_map(b, (uint64_t)ret, page_up(a[1]), f);
+        }
+        break;
+    case SYS_MUNMAP:
+        if (ok) {
+            ev_unmap(b, a[0], page_up(a[1]));
+        }
+        break;
+    case SYS_MREMAP:
+        if (ok) {
+            ev_unmap(b, a[0], page_up(a[1]));
+            ev_map(b, (uint64_t)ret, page_up(a[2]), 1 | 2);
+        }
+        break;
+    case SYS_BRK: {
+        uint64_t nb = page_up((uint64_t)ret);
+        if (brk_cur != 0 && nb > brk_cur) {
+            ev_map(b, brk_cur, nb - brk_cur, 1 | 2);
+        } else if (brk_cur != 0 && nb < brk_cur) {
+            ev_unmap(b, nb, brk_cur - nb);
+        }
+        brk_cur = nb;
+        break;
+    }
+    default:
+        if ((num == SYS_FORK || num == SYS_VFORK || num == SYS_CLONE) && ok) {
+            uint32_t me = ret == 0 ? (uint32_t)getpid() : cur_pid;
+            if (ret == 0 && me != cur_pid) {
+                /* The child: its own records from here on. */
+                uint32_t parent = cur_pid;
+                cur_pid = me;
+                b->len = HEADER;
+                b->owner = me;
+                b->cur = NULL;
+                room(b, 5);
+                put8(b, R_START);
+                put32(b, parent);
+                flush(b);
+            } else if (ret > 0 && is_fork(num, a[0])) {
+                room(b, 5);
+                put8(b, R_FORK);
+                put32(b, (uint32_t)ret);
+                flush(b);
+            }
+        }
+        break;
+    }
+}
+
+static void at_exit(qemu_plugin_id_t id, void *ud)
+{
+    (void)id, (void)ud;
+    /* Every thread's buffer of this process (not those inherited from a parent at fork). */
+    for (struct buf *o = all_bufs; o; o = o->next) {
+        if (o->owner == cur_pid) {
+            finish_block(o);
+            flush(o);
+        }
+    }
+    static struct buf last;
+    last.len = HEADER;
+    last.owner = cur_pid;
+    put8(&last, R_EXIT);
+    flush(&last);
+}
+
+XP_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "fifo=", 5) == 0) {
+            path = argv[i] + 5;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "xlat plugin: missing the fifo=PATH argument\n");
+        return -1;
+    }
+    if (info && info->target_name && strcmp(info->target_name, "x86_64") != 0) {
+        fprintf(stderr, "xlat plugin: only x86_64 guests are supported, not %s\n", info->target_name);
+        return -1;
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        die("cannot open the trace FIFO");
+    }
+    /* Out of the way of the guest's own descriptors (it shares the descriptor table). */
+    struct rlimit rl;
+    int low = 700;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (rlim_t)low + 16 > rl.rlim_cur) {
+        low = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 16 : 3;
+    }
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, low);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    out_fd = fd;
+    cur_pid = (uint32_t)getpid();
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_vcpu_syscall_cb(id, syscall_cb);
+    qemu_plugin_register_vcpu_syscall_ret_cb(id, syscall_ret_cb);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}

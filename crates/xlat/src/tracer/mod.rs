@@ -1,0 +1,361 @@
+//! Tracing a running program: QEMU user mode with xlat's TCG plugin (default), or valgrind's
+//! lackey. Either way the records arrive while the program runs and are handed out through a
+//! [`TraceReader`] ([`ChannelReader`]), so they can be written to an `.xtr` file (`xlat
+//! trace`) or simulated directly (`xlat run -- CMD`). See `docs/tracing.md`.
+//!
+//! The records of each process are demultiplexed and interleaved by a scheduling quantum
+//! ([`stream::Demux`]): each process has its own ASID (in order of appearance, the first is 0)
+//! and switches between them are `ContextSwitch` records.
+
+pub mod plugin;
+mod qemu;
+pub mod stream;
+mod valgrind;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use crate::trace::{ReaderStats, Record, TraceError, TraceReader, BATCH};
+
+pub use stream::{DemuxStats, DEFAULT_QUANTUM};
+
+/// How the program is traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `qemu-x86_64` (Debian package `qemu-user`) with xlat's plugin.
+    Qemu,
+    /// `valgrind --tool=lackey` (Debian package `valgrind`); slower, no map/unmap events.
+    Lackey,
+}
+
+impl Backend {
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Backend> {
+        match s {
+            "qemu" => Some(Backend::Qemu),
+            "lackey" => Some(Backend::Lackey),
+            _ => None,
+        }
+    }
+
+    /// Name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Qemu => "qemu",
+            Backend::Lackey => "lackey",
+        }
+    }
+}
+
+/// What to trace and how.
+#[derive(Clone, Debug)]
+pub struct TraceSpec {
+    /// The program and its arguments.
+    pub command: Vec<OsString>,
+    /// Backend.
+    pub backend: Backend,
+    /// Trace programs started by `execve` too (lackey only: QEMU user mode does not follow
+    /// `execve`).
+    pub children: bool,
+    /// Scheduling quantum in references.
+    pub quantum: u64,
+}
+
+/// Tracing could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TracerError {
+    /// A program xlat needs is not installed.
+    #[error("{tool} not found on PATH: install the Debian package {package} (apt-get install {package}){why}")]
+    MissingTool {
+        /// The command.
+        tool: String,
+        /// The Debian package providing it.
+        package: String,
+        /// What it is needed for.
+        why: String,
+    },
+    /// The program to trace cannot be found or run.
+    #[error("{0}")]
+    Command(String),
+    /// The plugin did not compile.
+    #[error("cannot build the QEMU plugin {path}: {message}")]
+    Build {
+        /// The source file.
+        path: String,
+        /// The compiler's first error lines.
+        message: String,
+    },
+    /// Something else failed (FIFO, temporary directory, spawning).
+    #[error("{what}: {error}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+impl TracerError {
+    fn io(what: impl Into<String>, error: std::io::Error) -> TracerError {
+        TracerError::Io { what: what.into(), error }
+    }
+}
+
+/// Finds `name` on `PATH` (or checks it if it contains a `/`).
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// `tool` from PATH, or a [`TracerError::MissingTool`] naming `package`.
+pub fn require_tool(tool: &str, package: &str, why: &str) -> Result<PathBuf, TracerError> {
+    find_in_path(tool).ok_or_else(|| TracerError::MissingTool {
+        tool: tool.to_string(),
+        package: package.to_string(),
+        why: if why.is_empty() { String::new() } else { format!("; {why}") },
+    })
+}
+
+/// How the traced program ended and what the tracer saw.
+#[derive(Clone, Debug, Default)]
+pub struct TraceOutcome {
+    /// The program's exit status (the status of the backend process, which exits as the
+    /// program did); `None` if it could not be waited for.
+    pub status: Option<ExitStatus>,
+    /// Demultiplexer counts.
+    pub stats: DemuxStats,
+    /// Messages for the user (e.g. lackey's speed).
+    pub notes: Vec<String>,
+}
+
+impl TraceOutcome {
+    /// The exit status as text: `0`, `3`, `signal 11`, or `unknown`.
+    pub fn status_text(&self) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        match self.status {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(sig)) => format!("signal {sig}"),
+                _ => "unknown".to_string(),
+            },
+            None => "unknown".to_string(),
+        }
+    }
+}
+
+type Batch = Result<Vec<Record>, TraceError>;
+
+/// The records of a running trace, as a [`TraceReader`]. Batches come from the tracer's thread
+/// over a bounded channel (handed over without copying when `max` allows); read until it
+/// returns 0, then call [`ChannelReader::outcome`].
+pub struct ChannelReader {
+    rx: Receiver<Batch>,
+    recycle: SyncSender<Vec<Record>>,
+    outcome: Arc<Mutex<Option<TraceOutcome>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    stats: ReaderStats,
+    ended: bool,
+    /// A batch larger than the caller asked for, served over several calls.
+    held: Vec<Record>,
+    held_pos: usize,
+}
+
+impl ChannelReader {
+    /// The outcome, once the reader returned 0 (the program and all its processes ended).
+    /// Records not read by then are discarded (the tracer stops, and the program with it).
+    pub fn outcome(&mut self) -> TraceOutcome {
+        // Disconnect first, so that a tracer blocked on a full channel ends.
+        let (_, closed) = std::sync::mpsc::sync_channel(1);
+        drop(std::mem::replace(&mut self.rx, closed));
+        self.ended = true;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.outcome.lock().map(|o| o.clone().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+impl TraceReader for ChannelReader {
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
+        out.clear();
+        let max = max.max(1);
+        if self.held_pos >= self.held.len() && !self.ended {
+            match self.rx.recv() {
+                Ok(Ok(mut batch)) if batch.len() <= max => {
+                    // The common case: hand the batch over without copying.
+                    std::mem::swap(out, &mut batch);
+                    let _ = self.recycle.try_send(batch);
+                    self.stats.records += out.len() as u64;
+                    return Ok(out.len());
+                }
+                Ok(Ok(batch)) => {
+                    self.held = batch;
+                    self.held_pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                Err(_) => self.ended = true,
+            }
+        }
+        let n = (self.held.len() - self.held_pos).min(max);
+        out.extend_from_slice(&self.held[self.held_pos..self.held_pos + n]);
+        self.held_pos += n;
+        self.stats.records += n as u64;
+        Ok(n)
+    }
+
+    fn stats(&self) -> ReaderStats {
+        self.stats
+    }
+}
+
+/// The sending side used by the backends: batches of at most [`BATCH`] records.
+pub(crate) struct Sink {
+    tx: SyncSender<Batch>,
+    recycle: Receiver<Vec<Record>>,
+    /// Records waiting to be sent.
+    pub buf: Vec<Record>,
+}
+
+impl Sink {
+    /// Sends the buffered records once there are at least [`BATCH`] of them (as one batch,
+    /// without copying: readers split large batches); false if the reader went away.
+    pub fn send_full(&mut self) -> bool {
+        if self.buf.len() < BATCH {
+            return true;
+        }
+        let mut next = self.recycle.try_recv().unwrap_or_else(|_| Vec::with_capacity(4 * BATCH));
+        next.clear();
+        let full = std::mem::replace(&mut self.buf, next);
+        self.tx.send(Ok(full)).is_ok()
+    }
+
+    /// Sends everything left.
+    pub fn send_rest(&mut self) -> bool {
+        if !self.send_full() {
+            return false;
+        }
+        if !self.buf.is_empty() {
+            let rest = std::mem::take(&mut self.buf);
+            return self.tx.send(Ok(rest)).is_ok();
+        }
+        true
+    }
+
+    /// Sends an error (the reader reports it).
+    pub fn error(&mut self, e: TraceError) {
+        let _ = self.tx.send(Err(e));
+    }
+}
+
+/// Starts tracing `spec.command`; the program runs (its standard streams are xlat's) while the
+/// returned reader yields its records.
+pub fn spawn(spec: &TraceSpec) -> Result<ChannelReader, TracerError> {
+    if spec.command.is_empty() {
+        return Err(TracerError::Command("no command to trace: give it after `--`".to_string()));
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (rtx, rrx) = std::sync::mpsc::sync_channel::<Vec<Record>>(16);
+    let sink = Sink { tx, recycle: rrx, buf: Vec::with_capacity(2 * BATCH) };
+    let outcome = Arc::new(Mutex::new(None));
+    let thread = match spec.backend {
+        Backend::Qemu => qemu::start(spec, sink, outcome.clone())?,
+        Backend::Lackey => valgrind::start(spec, sink, outcome.clone())?,
+    };
+    Ok(ChannelReader {
+        rx,
+        recycle: rtx,
+        outcome,
+        thread: Some(thread),
+        stats: ReaderStats::default(),
+        ended: false,
+        held: Vec::new(),
+        held_pos: 0,
+    })
+}
+
+/// Resolves the program to run: a path, or a name looked up on PATH. QEMU user mode runs ELF
+/// files only, so a `#!` script becomes its interpreter (and optional argument) plus the
+/// script's path.
+pub(crate) fn resolve_program(command: &[OsString]) -> Result<Vec<OsString>, TracerError> {
+    let name = command[0].to_string_lossy().into_owned();
+    let path = find_in_path(&name).ok_or_else(|| {
+        TracerError::Command(if name.contains('/') {
+            format!("{name}: no such executable file")
+        } else {
+            format!("{name}: command not found on PATH")
+        })
+    })?;
+    let mut head = [0u8; 256];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&path).map_err(|e| TracerError::io(name.clone(), e))?;
+        f.read(&mut head).map_err(|e| TracerError::io(name.clone(), e))?
+    };
+    let mut out: Vec<OsString> = Vec::new();
+    if head[..n].starts_with(b"#!") {
+        let line_end = head[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
+        let line = String::from_utf8_lossy(&head[2..line_end]).trim().to_string();
+        let mut parts = line.splitn(2, [' ', '\t']);
+        let interp = parts.next().unwrap_or_default().to_string();
+        if interp.is_empty() {
+            return Err(TracerError::Command(format!("{name}: empty #! line")));
+        }
+        out.push(interp.into());
+        if let Some(arg) = parts.next().map(str::trim).filter(|a| !a.is_empty()) {
+            out.push(arg.into());
+        }
+        out.push(path.into_os_string());
+    } else {
+        out.push(path.into_os_string());
+    }
+    out.extend(command[1..].iter().cloned());
+    Ok(out)
+}
+
+/// A fresh private directory for FIFOs and logs, removed by [`TempDir`]'s drop.
+pub(crate) struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new() -> Result<TempDir, TracerError> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let base = std::env::temp_dir();
+        for _ in 0..100 {
+            let p = base.join(format!(
+                "xlat-trace-{}-{}-{:x}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed),
+                nanos & 0xffff_ffff
+            ));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(TracerError::io(format!("{}: cannot create", p.display()), e)),
+            }
+        }
+        Err(TracerError::io("temporary directory", std::io::Error::other("no free name")))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

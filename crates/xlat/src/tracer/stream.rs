@@ -1,0 +1,613 @@
+//! The plugin's record stream (decoding) and the per-process scheduler that turns the records
+//! of several processes into one trace (both documented in `docs/tracing.md`).
+//!
+//! The stream is a sequence of chunks, each written by one process in one `write` of at most
+//! 4096 bytes: an 8-byte header (`magic:u16 = 0x5851`, `payload_len:u16`, `pid:u32`, all
+//! little-endian) and then whole records:
+//!
+//! | tag | payload | meaning |
+//! |-----|---------|---------|
+//! | `0x01` | `n:u8 vaddr:u64 size:u8 × n` | `n` instruction fetches, contiguous from `vaddr` |
+//! | `0x02` | `start:u64 len:u64 flags:u32` | map |
+//! | `0x03` | `start:u64 len:u64` | unmap |
+//! | `0x04` | `child:u32` | fork of process `child` (a pid) |
+//! | `0x05` | | exit |
+//! | `0x06` | `parent:u32` | first record of a forked process |
+//! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
+//!
+//! A data access tag is `0x80 | store 0x40 | modify 0x20 | short 0x10 | log2(size)`; with the
+//! short bit the address is the previous data address of the chunk plus a signed 32-bit delta
+//! (the previous address is 0 at the start of each chunk), otherwise it follows in full.
+
+use std::collections::HashMap;
+
+use crate::trace::{Kind, Record, TraceError};
+
+/// Bytes of a chunk header.
+pub const HEADER: usize = 8;
+/// Chunk magic (`"QX"`).
+pub const MAGIC: u16 = 0x5851;
+/// Largest chunk, header included.
+pub const CHUNK: usize = 4096;
+
+const R_IFETCH: u8 = 0x01;
+const R_MAP: u8 = 0x02;
+const R_UNMAP: u8 = 0x03;
+const R_FORK: u8 = 0x04;
+const R_EXIT: u8 = 0x05;
+const R_START: u8 = 0x06;
+const D_STORE: u8 = 0x40;
+const D_MODIFY: u8 = 0x20;
+const D_SHORT: u8 = 0x10;
+
+/// Default scheduling quantum, in references.
+pub const DEFAULT_QUANTUM: u64 = 10_000;
+
+/// Records buffered for processes other than the running one beyond which the running process
+/// is considered blocked and the scheduler moves on (bounds memory).
+const BACKLOG: usize = 1 << 22;
+
+/// One traced process.
+#[derive(Debug, Default)]
+struct Proc {
+    pid: u32,
+    /// Records not yet scheduled are `queue[head..]`.
+    queue: Vec<Record>,
+    head: usize,
+    /// Accesses in `queue`.
+    refs: u64,
+    /// Created by a fork whose `Fork` record has not been emitted yet: not runnable.
+    waiting_for_fork: bool,
+    /// No more records will come (its exit was read, or the stream ended).
+    finished: bool,
+    /// An `Exit` record is queued or was emitted.
+    exit_seen: bool,
+}
+
+/// Counts of what the demultiplexer saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DemuxStats {
+    /// Accesses.
+    pub references: u64,
+    /// Events (map, unmap, fork, exit, context switches, attribution).
+    pub events: u64,
+    /// Processes seen.
+    pub processes: u32,
+    /// Context switches emitted.
+    pub context_switches: u64,
+    /// Accesses by kind (ifetch, load, store, modify).
+    pub by_kind: [u64; 4],
+    /// Chunks decoded.
+    pub chunks: u64,
+    /// Stream bytes decoded.
+    pub bytes: u64,
+}
+
+/// Demultiplexes records by process and interleaves processes by a quantum of references.
+///
+/// Records are pushed per pid (in each process's program order); [`Demux::schedule`] moves
+/// them to the output in scheduled order: the running process runs until it has issued
+/// `quantum` references, then the next process (in ASID order, round robin) that has records
+/// runs, after a `ContextSwitch` record. A running process with no buffered records keeps the
+/// processor while the others have fewer than a quantum buffered (it is probably about to
+/// produce more), unless the stream ended or it finished. A forked process runs only after its
+/// parent's `Fork` record. The first process is announced by a `Process` record.
+#[derive(Debug)]
+pub struct Demux {
+    procs: Vec<Proc>,
+    by_pid: HashMap<u32, u32>,
+    current: Option<u32>,
+    used: u64,
+    quantum: u64,
+    buffered: usize,
+    started: bool,
+    stats: DemuxStats,
+}
+
+impl Demux {
+    /// A demultiplexer with this quantum (at least 1 reference).
+    pub fn new(quantum: u64) -> Demux {
+        Demux {
+            procs: Vec::new(),
+            by_pid: HashMap::new(),
+            current: None,
+            used: 0,
+            quantum: quantum.max(1),
+            buffered: 0,
+            started: false,
+            stats: DemuxStats::default(),
+        }
+    }
+
+    /// What was seen so far.
+    pub fn stats(&self) -> DemuxStats {
+        DemuxStats { processes: self.procs.len() as u32, ..self.stats }
+    }
+
+    /// The ASID of `pid`, allocated in order of first appearance (the first is 0).
+    pub fn asid(&mut self, pid: u32) -> u32 {
+        if let Some(&a) = self.by_pid.get(&pid) {
+            return a;
+        }
+        let a = self.procs.len() as u32;
+        self.procs.push(Proc { pid, ..Proc::default() });
+        self.by_pid.insert(pid, a);
+        a
+    }
+
+    /// A new ASID for `pid`, whose process image was replaced (`execve`): the old one exits.
+    pub fn replace_image(&mut self, pid: u32) -> u32 {
+        if let Some(&old) = self.by_pid.get(&pid) {
+            if !self.procs[old as usize].exit_seen {
+                self.push(old, Record::Exit { asid: old });
+            }
+            self.by_pid.remove(&pid);
+        }
+        self.asid(pid)
+    }
+
+    /// The pid of an ASID.
+    pub fn pid(&self, asid: u32) -> Option<u32> {
+        self.procs.get(asid as usize).map(|p| p.pid)
+    }
+
+    /// Appends a record of process `asid` (Exit records mark it finished).
+    pub fn push(&mut self, asid: u32, r: Record) {
+        self.push_many(asid, &[r]);
+    }
+
+    /// Appends records of process `asid` in order (Exit records mark it finished).
+    pub fn push_many(&mut self, asid: u32, rs: &[Record]) {
+        let p = &mut self.procs[asid as usize];
+        for r in rs {
+            match r {
+                Record::Access { .. } => p.refs += 1,
+                Record::Exit { .. } => {
+                    p.exit_seen = true;
+                    p.finished = true;
+                }
+                _ => {}
+            }
+        }
+        p.queue.extend_from_slice(rs);
+        self.buffered += rs.len();
+    }
+
+    /// Marks `asid` as forked: it does not run before its parent's `Fork` record.
+    pub fn mark_child(&mut self, asid: u32, emitted_fork: bool) {
+        self.procs[asid as usize].waiting_for_fork = !emitted_fork;
+    }
+
+    /// Marks every process finished (the stream ended); those without an exit get one.
+    pub fn finish_all(&mut self) {
+        for a in 0..self.procs.len() {
+            let p = &mut self.procs[a];
+            p.waiting_for_fork = false;
+            if !p.exit_seen {
+                p.exit_seen = true;
+                p.queue.push(Record::Exit { asid: a as u32 });
+                self.buffered += 1;
+            }
+            p.finished = true;
+        }
+    }
+
+    fn runnable_with_records(&self, a: usize) -> bool {
+        let p = &self.procs[a];
+        !p.waiting_for_fork && p.head < p.queue.len()
+    }
+
+    /// The next process after `from` (round robin) that can run and has records.
+    fn next_ready(&self, from: Option<u32>, min_refs: u64) -> Option<u32> {
+        let n = self.procs.len();
+        let start = from.map(|c| c as usize + 1).unwrap_or(0);
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&a| self.runnable_with_records(a) && (min_refs == 0 || self.procs[a].refs >= min_refs))
+            .map(|a| a as u32)
+    }
+
+    fn switch(&mut self, to: u32, out: &mut Vec<Record>) {
+        if !self.started {
+            self.started = true;
+            out.push(Record::Process { asid: to });
+        } else if self.current != Some(to) {
+            out.push(Record::ContextSwitch { asid: to });
+            self.stats.context_switches += 1;
+        }
+        self.stats.events += 1;
+        self.current = Some(to);
+        self.used = 0;
+    }
+
+    /// Moves records of the running process to `out` until its quantum is used or its queue is
+    /// empty; returns true if the quantum was used up.
+    fn run_current(&mut self, c: u32, out: &mut Vec<Record>) -> bool {
+        let mut forked = Vec::new();
+        let budget = self.quantum - self.used;
+        let p = &mut self.procs[c as usize];
+        let q = &p.queue[p.head..];
+        let (mut refs, mut events, mut end) = (0u64, 0u64, q.len());
+        let by_kind = &mut self.stats.by_kind;
+        for (i, r) in q.iter().enumerate() {
+            match *r {
+                Record::Access { kind, .. } => {
+                    by_kind[kind as usize] += 1;
+                    refs += 1;
+                    if refs == budget {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                Record::Fork { child } => {
+                    forked.push(child);
+                    events += 1;
+                }
+                _ => events += 1,
+            }
+        }
+        out.extend_from_slice(&q[..end]);
+        p.head += end;
+        p.refs -= refs;
+        if p.head == p.queue.len() {
+            p.queue.clear();
+            p.head = 0;
+        } else if p.head >= 1 << 16 && 2 * p.head >= p.queue.len() {
+            p.queue.drain(..p.head);
+            p.head = 0;
+        }
+        self.buffered -= end;
+        self.used += refs;
+        self.stats.references += refs;
+        self.stats.events += events;
+        for child in forked {
+            self.procs[child as usize].waiting_for_fork = false;
+        }
+        self.used >= self.quantum
+    }
+
+    /// Emits what can be scheduled now into `out`. With `end` (the stream ended, after
+    /// [`Demux::finish_all`]) everything is emitted.
+    pub fn schedule(&mut self, out: &mut Vec<Record>, end: bool) {
+        loop {
+            let c = match self.current {
+                Some(c) => c,
+                None => match self.next_ready(None, 0) {
+                    Some(n) => {
+                        self.switch(n, out);
+                        n
+                    }
+                    None => return,
+                },
+            };
+            if self.procs[c as usize].waiting_for_fork {
+                // Only at the start: a child seen before its parent.
+                match self.next_ready(Some(c), 0) {
+                    Some(n) if n != c => {
+                        self.switch(n, out);
+                        continue;
+                    }
+                    _ => return,
+                }
+            }
+            if self.run_current(c, out) {
+                // Quantum used: the next process with records, if any other.
+                self.used = 0;
+                if let Some(n) = self.next_ready(Some(c), 0) {
+                    if n != c {
+                        self.switch(n, out);
+                    }
+                }
+                continue;
+            }
+            // The running process has no buffered records.
+            let finished = self.procs[c as usize].finished;
+            let others_waiting = self.buffered >= BACKLOG;
+            let next = if finished || end || others_waiting {
+                self.next_ready(Some(c), 0)
+            } else {
+                self.next_ready(Some(c), self.quantum)
+            };
+            match next {
+                Some(n) if n != c => self.switch(n, out),
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Decodes the plugin's chunk stream into a [`Demux`].
+#[derive(Debug)]
+pub struct StreamDecoder {
+    name: String,
+    /// Bytes of the stream decoded so far (for error offsets).
+    offset: u64,
+    /// The records of the chunk being decoded.
+    tmp: Vec<Record>,
+}
+
+impl StreamDecoder {
+    /// A decoder; `name` is used in errors.
+    pub fn new(name: &str) -> StreamDecoder {
+        StreamDecoder { name: name.to_string(), offset: 0, tmp: Vec::with_capacity(CHUNK) }
+    }
+
+    /// Decodes the whole chunks at the start of `data` into `demux`; returns the bytes used
+    /// (an incomplete chunk at the end is left for the next call).
+    pub fn decode(&mut self, data: &[u8], demux: &mut Demux) -> Result<usize, TraceError> {
+        let mut pos = 0;
+        while data.len() - pos >= HEADER {
+            let h = &data[pos..pos + HEADER];
+            let magic = u16::from_le_bytes([h[0], h[1]]);
+            let len = u16::from_le_bytes([h[2], h[3]]) as usize;
+            let pid = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+            if magic != MAGIC || HEADER + len > CHUNK {
+                return Err(TraceError::at_offset(
+                    &self.name,
+                    self.offset,
+                    format!("bad chunk header (magic {magic:#06x}, length {len}) in the plugin stream"),
+                ));
+            }
+            if data.len() - pos < HEADER + len {
+                break;
+            }
+            self.chunk(pid, &data[pos + HEADER..pos + HEADER + len], demux)?;
+            pos += HEADER + len;
+            self.offset += (HEADER + len) as u64;
+            demux.stats.chunks += 1;
+            demux.stats.bytes += (HEADER + len) as u64;
+        }
+        Ok(pos)
+    }
+
+    fn bad(&self, at: usize, what: &str) -> TraceError {
+        TraceError::at_offset(&self.name, self.offset + (HEADER + at) as u64, what)
+    }
+
+    fn chunk(&mut self, pid: u32, p: &[u8], demux: &mut Demux) -> Result<(), TraceError> {
+        let mut tmp = std::mem::take(&mut self.tmp);
+        tmp.clear();
+        let r = self.chunk_into(pid, p, demux, &mut tmp);
+        if r.is_ok() {
+            let asid = demux.asid(pid);
+            demux.push_many(asid, &tmp);
+        }
+        self.tmp = tmp;
+        r
+    }
+
+    fn chunk_into(&mut self, pid: u32, p: &[u8], demux: &mut Demux, tmp: &mut Vec<Record>) -> Result<(), TraceError> {
+        let new = !demux.by_pid.contains_key(&pid);
+        let asid = demux.asid(pid);
+        let mut last = 0u64;
+        let mut i = 0;
+        let u64_at = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(p[i..i + 4].try_into().expect("4 bytes"));
+        let trunc = "record cut by the end of its chunk in the plugin stream";
+        while i < p.len() {
+            let tag = p[i];
+            if tag & 0x80 != 0 {
+                let kind = if tag & D_MODIFY != 0 {
+                    Kind::Modify
+                } else if tag & D_STORE != 0 {
+                    Kind::Store
+                } else {
+                    Kind::Load
+                };
+                let size = 1u32 << (tag & 7);
+                let addr = if tag & D_SHORT != 0 {
+                    if i + 5 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let d = u32_at(i + 1) as i32 as i64 as u64;
+                    i += 5;
+                    last.wrapping_add(d)
+                } else {
+                    if i + 9 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let a = u64_at(i + 1);
+                    i += 9;
+                    a
+                };
+                last = addr;
+                tmp.push(Record::Access { kind, size, addr });
+                continue;
+            }
+            match tag {
+                R_IFETCH => {
+                    if i + 10 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let n = p[i + 1] as usize;
+                    let mut addr = u64_at(i + 2);
+                    if i + 10 + n > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    for &s in &p[i + 10..i + 10 + n] {
+                        let size = s.max(1) as u32;
+                        tmp.push(Record::Access { kind: Kind::Ifetch, size, addr });
+                        addr = addr.wrapping_add(size as u64);
+                    }
+                    i += 10 + n;
+                }
+                R_MAP => {
+                    if i + 21 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    tmp.push(Record::Map { start: u64_at(i + 1), len: u64_at(i + 9), flags: u32_at(i + 17) });
+                    i += 21;
+                }
+                R_UNMAP => {
+                    if i + 17 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    tmp.push(Record::Unmap { start: u64_at(i + 1), len: u64_at(i + 9) });
+                    i += 17;
+                }
+                R_FORK => {
+                    if i + 5 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let child_pid = u32_at(i + 1);
+                    let unseen = !demux.by_pid.contains_key(&child_pid);
+                    let child = demux.asid(child_pid);
+                    if unseen {
+                        demux.mark_child(child, false);
+                    }
+                    tmp.push(Record::Fork { child });
+                    i += 5;
+                }
+                R_EXIT => {
+                    tmp.push(Record::Exit { asid });
+                    i += 1;
+                }
+                R_START => {
+                    if i + 5 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    // A child whose first chunk comes before its parent's Fork record waits
+                    // for it; one created by that record already waits or was released.
+                    if new {
+                        demux.mark_child(asid, false);
+                    }
+                    i += 5;
+                }
+                _ => return Err(self.bad(i, &format!("unknown record tag {tag:#04x} in the plugin stream"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk of `pid` holding `payload`.
+    fn chunk(pid: u32, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&MAGIC.to_le_bytes());
+        v.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        v.extend_from_slice(&pid.to_le_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// `n` 8-byte loads from `base` (the first in full, then short deltas of +8).
+    fn loads(base: u64, n: usize) -> Vec<u8> {
+        let mut v = vec![0x80 | 3];
+        v.extend_from_slice(&base.to_le_bytes());
+        for _ in 1..n {
+            v.push(0x80 | D_SHORT | 3);
+            v.extend_from_slice(&8i32.to_le_bytes());
+        }
+        v
+    }
+
+    fn decode_all(stream: &[u8], quantum: u64) -> (Vec<Record>, Demux) {
+        let mut d = Demux::new(quantum);
+        let mut dec = StreamDecoder::new("test");
+        let mut out = Vec::new();
+        let used = dec.decode(stream, &mut d).unwrap();
+        assert_eq!(used, stream.len());
+        d.schedule(&mut out, false);
+        d.finish_all();
+        d.schedule(&mut out, true);
+        (out, d)
+    }
+
+    #[test]
+    fn decodes_every_record_kind() {
+        let mut p = vec![R_IFETCH, 3];
+        p.extend_from_slice(&0x1000u64.to_le_bytes());
+        p.extend_from_slice(&[2, 5, 1]);
+        p.push(0x80 | D_STORE | D_SHORT | 2);
+        p.extend_from_slice(&0x2000i32.to_le_bytes());
+        p.push(0x80 | D_MODIFY | D_SHORT);
+        p.extend_from_slice(&(-0x10i32).to_le_bytes());
+        p.push(R_MAP);
+        p.extend_from_slice(&0x7000u64.to_le_bytes());
+        p.extend_from_slice(&0x3000u64.to_le_bytes());
+        p.extend_from_slice(&3u32.to_le_bytes());
+        p.push(R_UNMAP);
+        p.extend_from_slice(&0x7000u64.to_le_bytes());
+        p.extend_from_slice(&0x1000u64.to_le_bytes());
+        p.push(R_EXIT);
+        let (out, d) = decode_all(&chunk(42, &p), 100);
+        let a = |kind, size, addr| Record::Access { kind, size, addr };
+        assert_eq!(
+            out,
+            vec![
+                Record::Process { asid: 0 },
+                a(Kind::Ifetch, 2, 0x1000),
+                a(Kind::Ifetch, 5, 0x1002),
+                a(Kind::Ifetch, 1, 0x1007),
+                a(Kind::Store, 4, 0x2000),
+                a(Kind::Modify, 1, 0x1ff0),
+                Record::Map { start: 0x7000, len: 0x3000, flags: 3 },
+                Record::Unmap { start: 0x7000, len: 0x1000 },
+                Record::Exit { asid: 0 },
+            ]
+        );
+        assert_eq!(d.stats().by_kind, [3, 0, 1, 1]);
+        assert_eq!(d.pid(0), Some(42));
+    }
+
+    #[test]
+    fn processes_are_interleaved_by_quantum_and_children_wait_for_their_fork() {
+        // The child's first chunk comes before the parent's fork record.
+        let mut start = vec![R_START];
+        start.extend_from_slice(&10u32.to_le_bytes());
+        start.extend(loads(0x9000, 5));
+        let mut parent = loads(0x1000, 3);
+        parent.push(R_FORK);
+        parent.extend_from_slice(&11u32.to_le_bytes());
+        parent.extend(loads(0x1000, 4));
+        let mut stream = chunk(10, &loads(0x500, 1));
+        stream.extend(chunk(11, &start));
+        stream.extend(chunk(10, &parent));
+        let (out, d) = decode_all(&stream, 2);
+        assert_eq!(d.stats().processes, 2);
+        let fork_at = out.iter().position(|r| *r == Record::Fork { child: 1 }).expect("fork emitted");
+        let first_child = out.iter().position(|r| *r == Record::ContextSwitch { asid: 1 }).expect("child runs");
+        assert!(fork_at < first_child, "{out:?}");
+        // A process is switched out after a quantum of references (it keeps running while no
+        // other process can run).
+        let mut run = 0;
+        for (i, r) in out.iter().enumerate() {
+            match r {
+                Record::Access { .. } => run += 1,
+                Record::ContextSwitch { .. } => {
+                    let exited = matches!(out[i - 1], Record::Exit { .. });
+                    assert!(run % 2 == 0 || exited, "switched after a whole quantum or an exit: {out:?}");
+                    run = 0;
+                }
+                _ => {}
+            }
+        }
+        assert!(out.iter().filter(|r| matches!(r, Record::ContextSwitch { .. })).count() >= 3, "{out:?}");
+        let refs = out.iter().filter(|r| matches!(r, Record::Access { .. })).count();
+        assert_eq!(refs, 1 + 5 + 3 + 4);
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Exit { .. })).count(), 2);
+    }
+
+    #[test]
+    fn corrupt_streams_are_errors_with_offsets() {
+        let mut d = Demux::new(10);
+        let mut dec = StreamDecoder::new("s");
+        let e = dec.decode(&chunk(1, &[0x42]), &mut d).unwrap_err().to_string();
+        assert!(e.contains("unknown record tag 0x42") && e.contains("offset 8"), "{e}");
+        let mut dec = StreamDecoder::new("s");
+        let e = dec.decode(&chunk(1, &[0x80, 1, 2]), &mut d).unwrap_err().to_string();
+        assert!(e.contains("cut by the end of its chunk"), "{e}");
+        let mut bad = chunk(1, &[R_EXIT]);
+        bad[0] = 0;
+        let mut dec = StreamDecoder::new("s");
+        assert!(dec.decode(&bad, &mut d).unwrap_err().to_string().contains("bad chunk header"));
+        // An incomplete chunk is left for later.
+        let whole = chunk(1, &loads(0, 3));
+        let mut dec = StreamDecoder::new("s");
+        assert_eq!(dec.decode(&whole[..whole.len() - 1], &mut Demux::new(10)).unwrap(), 0);
+    }
+}
