@@ -249,18 +249,24 @@ fn cmd_run(a: RunArgs) -> Result<()> {
         let snap = a.snapshot.as_deref().expect("clap requires --trace or --snapshot");
         return snapshot_cmd::run_snapshot(snap, &a.configs, &a.presets, &a.common);
     };
+    let configs = load_designs(&a.configs, &a.presets)?;
+    let (mut reader, format) = trace::open::open_reader_inline(&trace_path, format_arg(&a.common.format))?;
+    simulate(&configs, reader.as_mut(), &trace_path, format.name(), &a.common)
+}
+
+/// The designs named by `--config` files and `--preset` names, in that order; at least one.
+pub(crate) fn load_designs(config_files: &[PathBuf], presets: &[String]) -> Result<Vec<Config>> {
     let mut configs = Vec::new();
-    for p in &a.configs {
+    for p in config_files {
         configs.push(Config::from_file(p)?);
     }
-    for p in &a.presets {
+    for p in presets {
         configs.push(Config::preset(p)?);
     }
     if configs.is_empty() {
         bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
     }
-    let (mut reader, format) = trace::open::open_reader_inline(&trace_path, format_arg(&a.common.format))?;
-    simulate(&configs, reader.as_mut(), &trace_path, format.name(), &a.common)
+    Ok(configs)
 }
 
 fn simulate(

@@ -6,7 +6,6 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use xlat::config::Config;
 use xlat::snapshot::{self, At};
 
 #[derive(Args)]
@@ -124,16 +123,7 @@ pub fn run_snapshot(path: &str, config_files: &[PathBuf], presets: &[String], co
     if common.max_refs.is_some() {
         bail!("--max-refs applies to traces, not to --snapshot");
     }
-    let mut configs = Vec::new();
-    for p in config_files {
-        configs.push(Config::from_file(p)?);
-    }
-    for p in presets {
-        configs.push(Config::preset(p)?);
-    }
-    if configs.is_empty() {
-        bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
-    }
+    let configs = super::load_designs(config_files, presets)?;
     for (i, c) in configs.iter().enumerate() {
         if configs[..i].iter().any(|o| o.name == c.name) {
             bail!("two designs are named '{}': give each config a distinct `name`", c.name);

@@ -6,7 +6,6 @@ use clap::Args;
 use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
-use xlat::config::Config;
 use xlat::trace::open::{create_output, Compression};
 use xlat::trace::xtr::{XtrOptions, XtrWriter};
 use xlat::trace::{self, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
@@ -246,16 +245,7 @@ pub fn run_online(
     tee: Option<&str>,
     common: &super::SimArgs,
 ) -> Result<()> {
-    let mut configs = Vec::new();
-    for p in config_files {
-        configs.push(Config::from_file(p)?);
-    }
-    for p in presets {
-        configs.push(Config::preset(p)?);
-    }
-    if configs.is_empty() {
-        bail!("no design given: add --config FILE or --preset NAME (see `xlat presets`)");
-    }
+    let configs = super::load_designs(config_files, presets)?;
     let spec = tracer_args.spec(command)?;
     let writer = match tee {
         Some(path) => Some(XtrWriter::new(create_output(path)?, path)?),
