@@ -245,9 +245,6 @@ pub fn run_online(
     tee: Option<&str>,
     common: &super::SimArgs,
 ) -> Result<()> {
-    if common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-") {
-        bail!("the traced program writes to standard output too: give --json/--csv a file name, not `-`");
-    }
     let configs = super::load_designs(config_files, presets)?;
     let spec = tracer_args.spec(command)?;
     let writer = match tee {
