@@ -7,9 +7,12 @@ cd "$(dirname "$0")/.."
 # System packages the tests use, as command:package: valgrind (tests trace real programs with
 # lackey), gzip (a program traced), zstd (scripts/make-demo-trace.sh), qemu-x86_64 from
 # qemu-user and cc from gcc (`xlat trace` runs programs under QEMU with a plugin compiled on
-# first use). Missing ones are installed.
+# first use); and the programs of the small workload suite (workloads/manifest.toml): sqlite3,
+# make, bzip2, xz from xz-utils and /usr/bin/python3 from python3-minimal. Missing ones are
+# installed.
 need=()
-for pair in valgrind:valgrind gzip:gzip zstd:zstd qemu-x86_64:qemu-user cc:gcc; do
+for pair in valgrind:valgrind gzip:gzip zstd:zstd qemu-x86_64:qemu-user cc:gcc \
+  sqlite3:sqlite3 make:make bzip2:bzip2 xz:xz-utils /usr/bin/python3:python3-minimal; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -13,6 +13,7 @@ use xlat::trace::{self, Format, TraceReader};
 
 mod snapshot_cmd;
 mod trace_cmd;
+mod workloads_cmd;
 
 /// xlat: a trace-driven simulator of TLBs, page tables and the OS policies around them.
 #[derive(Parser)]
@@ -40,6 +41,8 @@ enum Command {
     Snapshot(snapshot_cmd::SnapshotArgs),
     /// Run a program under a tracer (QEMU plugin or valgrind lackey) and write its references.
     Trace(trace_cmd::TraceArgs),
+    /// Build or list the reproducible suite of real programs (`workloads/manifest.toml`).
+    Workloads(workloads_cmd::WorkloadsArgs),
 }
 
 #[derive(Args)]
@@ -234,6 +237,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Presets(a) => cmd_presets(a),
         Command::Snapshot(a) => snapshot_cmd::cmd_snapshot(a),
         Command::Trace(a) => trace_cmd::cmd_trace(a),
+        Command::Workloads(a) => workloads_cmd::cmd_workloads(a),
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use xlat::trace::open::{create_output, Compression};
 use xlat::trace::xtr::{XtrOptions, XtrWriter};
 use xlat::trace::{self, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
-use xlat::tracer::{self, Backend, ChannelReader, TraceOutcome, TraceSpec};
+use xlat::tracer::{self, Backend, ChannelReader, ProgramOutput, TraceOutcome, TraceSpec};
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -44,7 +44,13 @@ impl TracerArgs {
         if self.quantum == 0 {
             bail!("--quantum must be at least 1 reference");
         }
-        Ok(TraceSpec { command: command.to_vec(), backend, children: self.children, quantum: self.quantum })
+        Ok(TraceSpec {
+            command: command.to_vec(),
+            backend,
+            children: self.children,
+            quantum: self.quantum,
+            stdout: ProgramOutput::Inherit,
+        })
     }
 }
 
@@ -246,7 +252,11 @@ pub fn run_online(
     common: &super::SimArgs,
 ) -> Result<()> {
     let configs = super::load_designs(config_files, presets)?;
-    let spec = tracer_args.spec(command)?;
+    let mut spec = tracer_args.spec(command)?;
+    if common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-") {
+        // The report owns standard output: the program's goes to standard error.
+        spec.stdout = ProgramOutput::Stderr;
+    }
     let writer = match tee {
         Some(path) => Some(XtrWriter::new(create_output(path)?, path)?),
         None => None,

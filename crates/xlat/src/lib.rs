@@ -12,6 +12,7 @@
 //! - [`engine`]: one simulated system per config; many of them fed by one pass over a trace.
 //! - [`stats`]: plain counters the engine fills and the printers read.
 //! - [`report`]: table, JSON and CSV printers.
+//! - [`workloads`]: the reproducible suite of real programs, traced and snapshotted.
 //!
 //! A design, a few references and their counts:
 //!
@@ -57,3 +58,4 @@ pub mod stats;
 pub mod tlb;
 pub mod trace;
 pub mod tracer;
+pub mod workloads;

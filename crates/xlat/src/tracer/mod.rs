@@ -13,6 +13,7 @@ pub mod stream;
 mod valgrind;
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -62,6 +63,37 @@ pub struct TraceSpec {
     pub children: bool,
     /// Scheduling quantum in references.
     pub quantum: u64,
+    /// Where the program's standard output goes.
+    pub stdout: ProgramOutput,
+}
+
+/// Where a traced program's standard output goes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ProgramOutput {
+    /// xlat's own standard output.
+    #[default]
+    Inherit,
+    /// xlat's standard error (when xlat's standard output carries a report).
+    Stderr,
+    /// A file, created or truncated.
+    File(std::path::PathBuf),
+}
+
+impl ProgramOutput {
+    /// The `Stdio` to give the program.
+    pub(crate) fn stdio(&self) -> Result<std::process::Stdio, TracerError> {
+        Ok(match self {
+            ProgramOutput::Inherit => std::process::Stdio::inherit(),
+            ProgramOutput::Stderr => std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(std::process::Stdio::from)
+                .map_err(|e| TracerError::io("cannot duplicate standard error".to_string(), e))?,
+            ProgramOutput::File(p) => std::fs::File::create(p)
+                .map(std::process::Stdio::from)
+                .map_err(|e| TracerError::io(format!("{}: cannot create", p.display()), e))?,
+        })
+    }
 }
 
 /// Tracing could not start.

@@ -72,6 +72,7 @@ pub(crate) fn start(
         .arg(&plugin_arg)
         .arg("--")
         .args(&program)
+        .stdout(spec.stdout.stdio()?)
         .spawn()
         .map_err(|e| TracerError::io(format!("cannot start {}", qemu.display()), e))?;
     let quantum = spec.quantum;

@@ -57,6 +57,7 @@ pub(crate) fn start(
     }
     let mut child = cmd
         .args(&spec.command)
+        .stdout(spec.stdout.stdio()?)
         .spawn()
         .map_err(|e| TracerError::io(format!("cannot start {}", valgrind.display()), e))?;
     let done = Arc::new(AtomicBool::new(false));

@@ -1,0 +1,154 @@
+//! The workload suite: the manifest, the input generators, and `xlat workloads build|list` on
+//! two small workloads (traced with QEMU; `scripts/test.sh` installs what they need).
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use xlat::workloads::{self, Manifest, Size, KINDS};
+
+fn manifest_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/manifest.toml")
+}
+
+fn manifest() -> Manifest {
+    Manifest::load(&manifest_path()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn manifest_has_at_least_ten_workloads_with_both_sizes() {
+    let m = manifest();
+    assert!(m.workload.len() >= 10, "{} workloads", m.workload.len());
+    for w in &m.workload {
+        assert!(w.small.n >= 1 && w.full.n > w.small.n, "{}: small {} full {}", w.name, w.small.n, w.full.n);
+        assert!(!w.description.is_empty() && !w.package.is_empty(), "{}", w.name);
+        assert!(w.command.iter().any(|a| a.contains("{input}")), "{}: the command never reads its input", w.name);
+    }
+    // Multi-process workloads are traced with their children.
+    for name in ["pipeline", "make"] {
+        let w = m.workload.iter().find(|w| w.name == name).unwrap_or_else(|| panic!("no {name}"));
+        assert!(w.backend == "lackey" && w.children, "{name}");
+    }
+    // The hash depends on the size.
+    let w = &m.workload[0];
+    assert_ne!(w.hash(Size::Small), w.hash(Size::Full));
+}
+
+#[test]
+fn manifest_errors_name_the_file_and_the_key() {
+    let bad = "[[workload]]\nname = \"x\"\ndescription = \"d\"\npackage = \"p\"\ncommand = [\"true\"]\n\
+               setup = { kind = \"text\" }\nsmall = { n = 1 }\nfull = { n = 2 }\ncolour = 3\n";
+    let e = Manifest::parse(bad, "m.toml").unwrap_err().to_string();
+    assert!(e.contains("m.toml") && e.contains("colour"), "{e}");
+    let bad_kind = bad.replace("colour = 3\n", "").replace("\"text\"", "\"poetry\"");
+    let e = Manifest::parse(&bad_kind, "m.toml").unwrap_err().to_string();
+    assert!(e.contains("m.toml") && e.contains("setup.kind") && e.contains("poetry"), "{e}");
+}
+
+#[test]
+fn generators_are_deterministic() {
+    for kind in KINDS {
+        let a = workloads::generate(kind, 7, 20);
+        assert!(!a.is_empty() && a.iter().all(|(_, b)| !b.is_empty()), "{kind}");
+        assert_eq!(a, workloads::generate(kind, 7, 20), "{kind}: two runs differ");
+        assert_ne!(a, workloads::generate(kind, 8, 20), "{kind}: the seed changes nothing");
+    }
+    // Sizes: lines of text, KiB of bytes.
+    let text = workloads::generate("text", 1, 100);
+    assert_eq!(text[0].1.iter().filter(|&&b| b == b'\n').count(), 100);
+    assert_eq!(workloads::generate("binary", 1, 3)[0].1.len(), 3 * 1024);
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn succeeds(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn generated_inputs_are_valid() {
+    let d = tempfile::tempdir().unwrap();
+    let c = write(d.path(), "gen.c", &workloads::generate("c_source", 3, 60)[0].1);
+    succeeds(Command::new("cc").args(["-fsyntax-only", "-Wall", "-Werror", "-Wno-unused-variable"]).arg(&c));
+    let mk = d.path().join("make.d");
+    std::fs::create_dir(&mk).unwrap();
+    for (name, bytes) in workloads::generate("makefile", 3, 2) {
+        write(&mk, &name, &bytes);
+    }
+    succeeds(Command::new("make").args(["-s", "-C", s(&mk)]));
+    assert!(mk.join("summary.txt").is_file());
+    let sql = write(d.path(), "gen.sql", &workloads::generate("sql", 3, 200)[0].1);
+    succeeds(Command::new("sqlite3").args([":memory:", &format!(".read {}", s(&sql))]));
+    for kind in ["python", "sparse_heap"] {
+        let py = write(d.path(), "gen.py", &workloads::generate(kind, 3, 4)[0].1);
+        succeeds(Command::new("python3").arg(&py));
+    }
+}
+
+#[test]
+fn build_two_workloads_then_skip_then_list() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("cache");
+    let build = ["workloads", "build", "--size", "small", "--only", "gzip,sort", "--dir", s(&dir)];
+    ok(run(&build));
+    for name in ["gzip", "sort"] {
+        let side = read_json(&dir.join(format!("{name}.json")));
+        let info = run_json_info(&dir.join(format!("{name}.xtr")));
+        let refs = u(&side, "/references");
+        assert!(refs > 0, "{name}: no references");
+        assert_eq!(refs, u(&info, "/references"), "{name}: sidecar and `xlat info` differ");
+        assert_eq!(u(&side, "/distinct_pages"), u(&info, "/distinct_pages"), "{name}");
+        assert_eq!(side["exit_status"], "0", "{name}");
+        // A snapshot is taken unless the program ended within the first sampling interval.
+        let snapped = u(&side, "/snapshot_processes") > 0;
+        assert_eq!(dir.join(format!("{name}.xsnap")).is_file(), snapped, "{name}: snapshot file vs sidecar");
+    }
+    let t = Instant::now();
+    let again = ok(run(&build));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("gzip: up to date") && err.contains("sort: up to date"), "{err}");
+    assert!(t.elapsed().as_secs_f64() < 5.0, "the second build was not skipped");
+    let list = stdout(&ok(run(&["workloads", "list", "--size", "small", "--dir", s(&dir)])));
+    let line = |name: &str| list.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("").to_string();
+    let gzip_refs = u(&read_json(&dir.join("gzip.json")), "/references").to_string();
+    assert!(line("gzip").contains(&gzip_refs), "{list}");
+    assert!(line("xz").contains("not built"), "{list}");
+    assert!(list.lines().count() >= 12, "{list}");
+}
+
+fn run_json_info(path: &Path) -> serde_json::Value {
+    parse_json(&ok(run(&["info", "--json", s(path)])).stdout)
+}
+
+#[test]
+fn missing_programs_name_the_package() {
+    let d = tempfile::tempdir().unwrap();
+    let m = write(
+        d.path(),
+        "m.toml",
+        b"[[workload]]\nname = \"ghost\"\ndescription = \"d\"\npackage = \"ghost-pkg\"\n\
+          command = [\"no-such-program-xlat\", \"{input}\"]\nsetup = { kind = \"text\" }\n\
+          small = { n = 1 }\nfull = { n = 2 }\n",
+    );
+    let dir = d.path().join("cache");
+    let args = ["workloads", "build", "--manifest", s(&m), "--dir", s(&dir)];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-program-xlat") && err.contains("ghost-pkg"), "{err}");
+    let mut skip = args.to_vec();
+    skip.push("--skip-missing");
+    let out = ok(run(&skip));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: skipped") && err.contains("ghost-pkg"), "{err}");
+    let out = run(&["workloads", "build", "--only", "nope", "--dir", s(&dir)]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+}
