@@ -41,7 +41,7 @@ for i in 2 3 4; do sed "s/^name = \"fa64\"/name = \"fa64-$i\"/" "$D/fa64.toml" >
 best() { # best wall seconds of 3 runs of "$@"
   local b=999 s e t
   for _ in 1 2 3; do
-    s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
+    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
     t=$(echo "$e - $s" | bc -l); if (( $(echo "$t < $b" | bc -l) )); then b=$t; fi
   done
   echo "$b"
@@ -63,3 +63,15 @@ for t in real synthetic; do
   printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xtr + FA-64 LRU + radix, $t ($n lookups)" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
   printf "%-46s %10.3f %7.1f M lookups/s per design\n" "  each extra design in the same pass" "$(echo "($t4 - $t1) / 3" | bc -l)" "$(echo "3 * $n / ($t4 - $t1) / 1000000" | bc -l)"
 done
+
+# Tracing (QEMU backend) and online simulation of the same program: references per wall second.
+if command -v qemu-x86_64 >/dev/null && command -v gzip >/dev/null; then
+  [ -f "$D/trace-input.txt" ] || awk 'BEGIN { srand(3); for (i = 0; i < 7000; i++) { for (j = 0; j < 76; j++) printf "%c", 65 + int(rand() * 58); printf "\n" } }' > "$D/trace-input.txt"
+  read -r refs < <("$X" trace -o "$D/gzip.xtr" -- gzip -c "$D/trace-input.txt" 2>&1 >/dev/null | sed -n 's/^traced \([0-9]*\) references.*/\1/p')
+  t_tr=$(best "$X" trace -o "$D/gzip.xtr" -- gzip -c "$D/trace-input.txt")
+  t_on=$(best "$X" run -q -p x86-64 -- gzip -c "$D/trace-input.txt")
+  printf "%-46s %10.3f %7.1f M refs/s\n" "xlat trace -- gzip ($refs refs)" "$t_tr" "$(echo "$refs / $t_tr / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx tracing)\n" "xlat run -p x86-64 -- gzip (online)" "$t_on" "$(echo "$refs / $t_on / 1000000" | bc -l)" "$(echo "$t_on / $t_tr" | bc -l)"
+else
+  echo "qemu-x86_64 not found: tracing benchmarks skipped (apt-get install qemu-user)" >&2
+fi
