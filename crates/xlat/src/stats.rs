@@ -1,7 +1,6 @@
 //! Plain counters filled by the engine and read by the printers.
 
 use serde::Serialize;
-use std::ops::AddAssign;
 
 /// Counters of one TLB structure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -97,14 +96,4 @@ pub struct SystemStats {
     pub cycles: Cycles,
     /// Events.
     pub events: EventStats,
-}
-
-impl AddAssign<&TlbStats> for TlbStats {
-    fn add_assign(&mut self, o: &TlbStats) {
-        self.accesses += o.accesses;
-        self.hits += o.hits;
-        self.misses += o.misses;
-        self.evictions += o.evictions;
-        self.invalidations += o.invalidations;
-    }
 }
