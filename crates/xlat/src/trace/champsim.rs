@@ -20,7 +20,7 @@
 //!
 //! Writing is best effort (see [`ChampsimWriter`]).
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
 use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
@@ -88,25 +88,16 @@ impl<R: Read> ChampsimReader<R> {
 
     #[inline(never)]
     fn refill(&mut self) -> Result<(), TraceError> {
-        self.buf.copy_within(self.pos..self.end, 0);
-        self.base += self.pos as u64;
-        self.end -= self.pos;
-        self.pos = 0;
-        while self.end < CAP && !self.eof {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(TraceError::at_offset(
-                        &self.name,
-                        self.base + self.end as u64,
-                        format!("cannot read: {e}"),
-                    ))
-                }
-            }
-        }
-        Ok(())
+        super::refill_window(
+            &mut self.inner,
+            &mut self.buf,
+            CAP,
+            &mut self.pos,
+            &mut self.end,
+            &mut self.base,
+            &mut self.eof,
+        )
+        .map_err(|(off, e)| TraceError::at_offset(&self.name, off, format!("cannot read: {e}")))
     }
 }
 

@@ -244,3 +244,31 @@ pub trait TraceWriter {
     /// Flushes and closes the output (writes any trailer).
     fn finish(self: Box<Self>) -> Result<(), TraceError>;
 }
+
+/// The byte window of a binary reader: moves the unread bytes `buf[*pos..*end]` to the front
+/// (adding what was consumed to `*base`, the stream offset of `buf[0]`) and reads from `inner`
+/// until `buf[..cap]` is full or the input ends (`*eof`). A read error comes back with the stream
+/// offset where it happened, for the caller's message.
+pub(crate) fn refill_window<R: std::io::Read>(
+    inner: &mut R,
+    buf: &mut [u8],
+    cap: usize,
+    pos: &mut usize,
+    end: &mut usize,
+    base: &mut u64,
+    eof: &mut bool,
+) -> Result<(), (u64, std::io::Error)> {
+    buf.copy_within(*pos..*end, 0);
+    *base += *pos as u64;
+    *end -= *pos;
+    *pos = 0;
+    while *end < cap && !*eof {
+        match inner.read(&mut buf[*end..cap]) {
+            Ok(0) => *eof = true,
+            Ok(n) => *end += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((*base + *end as u64, e)),
+        }
+    }
+    Ok(())
+}

@@ -20,7 +20,7 @@
 //! `0xff` ends the trace with the number of records, so a truncated file is an error.
 //! Files are zstd-compressed by default; readers also accept raw streams.
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
 use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
@@ -451,21 +451,16 @@ impl<R: Read> XtrReader<R> {
     /// Moves the unread bytes to the front and reads until the buffer is full or the input ends.
     #[inline(never)]
     fn refill(&mut self) -> Result<(), TraceError> {
-        self.buf.copy_within(self.pos..self.end, 0);
-        self.base += self.pos as u64;
-        self.end -= self.pos;
-        self.pos = 0;
-        while self.end < CAP && !self.eof {
-            match self.inner.read(&mut self.buf[self.end..CAP]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let off = self.base + self.end as u64;
-                    return Err(self.err(off, format!("cannot read: {e}")));
-                }
-            }
-        }
+        super::refill_window(
+            &mut self.inner,
+            &mut self.buf,
+            CAP,
+            &mut self.pos,
+            &mut self.end,
+            &mut self.base,
+            &mut self.eof,
+        )
+        .map_err(|(off, e)| self.err(off, format!("cannot read: {e}")))?;
         self.buf[self.end..self.end + PAD].fill(0);
         Ok(())
     }
