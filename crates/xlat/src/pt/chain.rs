@@ -285,3 +285,47 @@ impl Chained {
         }
     }
 }
+
+/// The methods a table built on [`Chained`] (field `t`) shares with the others: every
+/// [`super::PageTable`] operation goes straight to the chained table.
+macro_rules! chained_table_methods {
+    () => {
+        /// Number of hash buckets.
+        pub fn buckets(&self) -> u64 {
+            self.t.buckets()
+        }
+
+        /// Load factor α: PTEs per bucket.
+        pub fn load_factor(&self) -> f64 {
+            self.t.live as f64 / self.t.buckets() as f64
+        }
+
+        /// See [`super::PageTable::map`].
+        pub fn map(&mut self, asid: Asid, vpn: Vpn, pte: Pte) {
+            self.t.map(asid, vpn, pte)
+        }
+        /// See [`super::PageTable::unmap`].
+        pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+            self.t.unmap(asid, vpn)
+        }
+        /// See [`super::PageTable::get`].
+        pub fn get(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+            self.t.get(asid, vpn)
+        }
+        /// See [`super::PageTable::walk`]: the bucket head pointer, then per PTE probed its tag
+        /// and its next pointer (or, on a match, the mapping needed).
+        #[inline]
+        pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
+            self.t.walk(asid, vpn, rec)
+        }
+        /// See [`super::PageTable::remove_asid`].
+        pub fn remove_asid(&mut self, asid: Asid) {
+            self.t.remove_asid(asid)
+        }
+        /// See [`super::PageTable::size`].
+        pub fn size(&self) -> PtSize {
+            self.t.size()
+        }
+    };
+}
+pub(crate) use chained_table_methods;

@@ -9,7 +9,7 @@
 //! costs `1 + α/2` lines on average (Table 2, α = `Nactive(1) / buckets`); `layout` lines count
 //! it. Size: `24 × Nactive(1)` bytes of PTEs, bucket heads (8 bytes each) reported separately.
 
-use super::chain::{validate_buckets, Chained};
+use super::chain::{chained_table_methods, validate_buckets, Chained};
 use super::common::validate_common;
 use super::{PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, Vpn};
@@ -29,42 +29,7 @@ impl HashedTable {
         Ok(HashedTable { t: Chained::new(cfg, page_size, 0, lines) })
     }
 
-    /// Number of hash buckets.
-    pub fn buckets(&self) -> u64 {
-        self.t.buckets()
-    }
-
-    /// Load factor α: PTEs per bucket.
-    pub fn load_factor(&self) -> f64 {
-        self.t.live as f64 / self.t.buckets() as f64
-    }
-
-    /// See [`super::PageTable::map`].
-    pub fn map(&mut self, asid: Asid, vpn: Vpn, pte: Pte) {
-        self.t.map(asid, vpn, pte)
-    }
-    /// See [`super::PageTable::unmap`].
-    pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
-        self.t.unmap(asid, vpn)
-    }
-    /// See [`super::PageTable::get`].
-    pub fn get(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
-        self.t.get(asid, vpn)
-    }
-    /// See [`super::PageTable::walk`]: the bucket head pointer, then per PTE probed its tag and
-    /// its next pointer (or, on a match, its mapping).
-    #[inline]
-    pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
-        self.t.walk(asid, vpn, rec)
-    }
-    /// See [`super::PageTable::remove_asid`].
-    pub fn remove_asid(&mut self, asid: Asid) {
-        self.t.remove_asid(asid)
-    }
-    /// See [`super::PageTable::size`].
-    pub fn size(&self) -> PtSize {
-        self.t.size()
-    }
+    chained_table_methods!();
 }
 
 impl fmt::Debug for HashedTable {
