@@ -356,7 +356,7 @@ impl System {
                     .os
                     .fault_in(asid, vpn)
                     .map_err(|error| SimError::OutOfMemory { config: self.config.name.clone(), error })?;
-                let pte = Pte { pfn, size: self.page_size };
+                let pte = Pte { pfn, size: self.page_size, valid: 0 };
                 self.pt.map(asid, vpn, pte);
                 self.stats.page_faults += 1;
                 pte
@@ -375,7 +375,7 @@ impl System {
             // References beyond the recorded ones (very deep walks) are charged as misses.
             w.cache_misses += (rec.mem_refs - refs_before) - rec.n_addrs;
         }
-        let data = TlbData { pfn: pte.pfn.0, shift: self.page_size.shift() as u8 };
+        let data = TlbData { pfn: pte.pfn.0, shift: self.page_size.shift() as u8, valid: 0 };
         self.fill(&path.levels[..path.len as usize], vpn, data);
         Ok(())
     }
@@ -418,7 +418,7 @@ impl System {
             Record::Fork { child } => {
                 self.stats.events.forks += 1;
                 for (vpn, pfn) in self.os.fork(self.asid, Asid(child)) {
-                    self.pt.map(Asid(child), vpn, Pte { pfn, size: self.page_size });
+                    self.pt.map(Asid(child), vpn, Pte { pfn, size: self.page_size, valid: 0 });
                 }
             }
             Record::Exit { asid } => {
@@ -471,7 +471,7 @@ impl WalkEnv for PtTlbEnv<'_> {
 
     fn fill_pt_translation(&mut self, asid: Asid, va: crate::addr::VirtAddr) {
         let vpn = va.vpn(self.tlb.page_size());
-        let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8 };
+        let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8, valid: 0 };
         if self.tlb.insert(asid.0, vpn, data).is_some() {
             self.stats.evictions += 1;
         }

@@ -763,7 +763,7 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
                 config: config.name.clone(),
                 error: OutOfMemory { frames: frames.total() },
             })?;
-            pt.map(asid, Vpn(v), Pte { pfn: crate::addr::Pfn(pfn), size: page_size });
+            pt.map(asid, Vpn(v), Pte { pfn: crate::addr::Pfn(pfn), size: page_size, valid: 0 });
         }
         per_process.push(vpns.len() as u64);
     }

@@ -6,7 +6,7 @@ use xlat::pt::{Kind, LineAccounting, NoTlb, PageTable, PageTableConfig, PtSize, 
 const A: Asid = Asid(2);
 
 fn pte(pfn: u64) -> Pte {
-    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K }
+    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
 fn clustered(cfg: PageTableConfig) -> PageTable {

@@ -9,7 +9,7 @@ use xlat::pt::{
 const A: Asid = Asid(0);
 
 fn pte(pfn: u64) -> Pte {
-    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K }
+    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
 fn hashed(cfg: PageTableConfig) -> PageTable {

@@ -7,7 +7,7 @@ use xlat::pt::{Kind, LineAccounting, NoTlb, PageTable, PageTableConfig, Pte, Wal
 const A: Asid = Asid(3);
 
 fn pte(pfn: u64) -> Pte {
-    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K }
+    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
 fn linear(cfg: PageTableConfig) -> PageTable {

@@ -134,7 +134,7 @@ fn toml_configs() {
     .unwrap();
     assert_eq!(f.page_table.accounting, LineAccounting::Layout);
     let mut pt = PageTable::new(&f.page_table, PageSize::SIZE_4K).unwrap();
-    let pte = Pte { pfn: Pfn(1), size: PageSize::SIZE_4K };
+    let pte = Pte { pfn: Pfn(1), size: PageSize::SIZE_4K, valid: 0 };
     pt.map(Asid(0), Vpn(1 << 40), pte);
     assert_eq!(pt.get(Asid(0), Vpn(1 << 40)), Some(pte));
 

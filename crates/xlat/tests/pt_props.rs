@@ -10,7 +10,7 @@ use xlat::pt::{
 };
 
 fn pte(pfn: u64) -> Pte {
-    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K }
+    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
 /// A small FIFO of reserved page-table translations (like talluri95's 8 reserved TLB entries).

@@ -8,7 +8,7 @@ use xlat::pt::{
 const A: Asid = Asid(1);
 
 fn pte(pfn: u64) -> Pte {
-    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K }
+    Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
 fn radix(cfg: PageTableConfig) -> PageTable {

@@ -89,7 +89,7 @@ impl PteSlot {
             return None;
         }
         let size = PageSize::from_shift((self.0 & 0x3f) as u32)?;
-        Some(Pte { pfn: Pfn(self.0 >> 8), size })
+        Some(Pte { pfn: Pfn(self.0 >> 8), size, valid: 0 })
     }
 }
 
@@ -333,10 +333,10 @@ mod tests {
 
     #[test]
     fn pte_slots_round_trip() {
-        let pte = Pte { pfn: Pfn(0xabc_def), size: PageSize::SIZE_4K };
+        let pte = Pte { pfn: Pfn(0xabc_def), size: PageSize::SIZE_4K, valid: 0 };
         assert_eq!(PteSlot::new(pte).get(), Some(pte));
         assert_eq!(PteSlot::EMPTY.get(), None);
-        let big = Pte { pfn: Pfn(7), size: PageSize::from_shift(30).unwrap() };
+        let big = Pte { pfn: Pfn(7), size: PageSize::from_shift(30).unwrap(), valid: 0 };
         assert_eq!(PteSlot::new(big).get(), Some(big));
     }
 

@@ -21,13 +21,40 @@ mod tree;
 use crate::addr::{Asid, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use serde::Deserialize;
 
-/// A translation as stored in a page table.
+/// A translation as stored in a page table: the mapping that contains one base page.
+///
+/// Three kinds, told apart by `size` and `valid` (talluri95 Figure 6):
+/// - a **base-page** PTE: `size` is the base page size, `valid == 0`;
+/// - a **superpage** PTE: `size` is a power-of-two multiple of the base page, `valid == 0`; the
+///   superpage is aligned in virtual and physical memory and every base page in it is mapped;
+/// - a **partial-subblock** PTE: `size` is the page block (subblock factor × base page) and
+///   `valid != 0` has bit `i` set when base page `i` of the block is mapped; the mapped pages are
+///   properly placed (page `i` in frame `block_pfn + i`).
+///
+/// `pfn` is always the frame of the *base page* being mapped or looked up (for a superpage or
+/// partial-subblock PTE: `block_pfn + offset`), so a caller that only knows base pages can use
+/// any PTE unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pte {
-    /// Frame of the *base page* looked up (for a superpage PTE: the frame backing that base page).
+    /// Frame of the base page looked up (or mapped).
     pub pfn: Pfn,
-    /// Page size of the mapping (the base page size until superpages arrive).
+    /// Size of the mapping: the base page size, a superpage size, or the page block.
     pub size: PageSize,
+    /// Partial-subblock valid vector over the base pages of the block (bit i = page i); 0 for
+    /// base-page and superpage PTEs.
+    pub valid: u64,
+}
+
+impl Pte {
+    /// A base-page PTE.
+    pub fn base(pfn: Pfn, size: PageSize) -> Pte {
+        Pte { pfn, size, valid: 0 }
+    }
+
+    /// True for a partial-subblock PTE.
+    pub fn is_partial(&self) -> bool {
+        self.valid != 0
+    }
 }
 
 /// Which cache-line accounting a walk uses.

@@ -69,6 +69,9 @@ pub struct TlbData {
     pub pfn: u64,
     /// log2 of the entry's page size.
     pub shift: u8,
+    /// Subblock valid vector over the entry's base pages (bit i = base page i); 0 when the whole
+    /// entry is valid (base-page and superpage entries).
+    pub valid: u64,
 }
 
 /// A translation held by the TLB, as returned by lookups and evictions.
@@ -638,7 +641,7 @@ mod tests {
         if t.lookup(Asid(asid), Vpn(vpn)).is_some() {
             return true;
         }
-        t.insert(asid, Vpn(vpn), TlbData { pfn: vpn + 1000, shift: 12 });
+        t.insert(asid, Vpn(vpn), TlbData { pfn: vpn + 1000, shift: 12, valid: 0 });
         false
     }
 
@@ -702,7 +705,7 @@ mod tests {
             access(&mut t, 1, 5);
             assert!(t.lookup(Asid(2), Vpn(5)).is_none());
             assert!(t.lookup(Asid(1), Vpn(5)).is_some());
-            t.insert(GLOBAL, Vpn(7), TlbData { pfn: 1, shift: 12 });
+            t.insert(GLOBAL, Vpn(7), TlbData { pfn: 1, shift: 12, valid: 0 });
             assert!(t.lookup(Asid(2), Vpn(7)).is_some());
             assert!(t.lookup(Asid(3), Vpn(7)).is_some());
             assert_eq!(t.flush_non_global(), 1);
