@@ -318,6 +318,17 @@ macro_rules! chained_table_methods {
         pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
             self.t.walk(asid, vpn, rec)
         }
+        /// See [`super::PageTable::walk_block`]: one walk per base page of the block for now.
+        pub fn walk_block<E: WalkEnv>(
+            &mut self,
+            asid: Asid,
+            vpn: Vpn,
+            env: &mut E,
+            rec: &mut WalkRecord,
+            out: &mut [Option<Pte>],
+        ) -> Option<Pte> {
+            super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env)
+        }
         /// See [`super::PageTable::remove_asid`].
         pub fn remove_asid(&mut self, asid: Asid) {
             self.t.remove_asid(asid)

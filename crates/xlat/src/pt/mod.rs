@@ -110,6 +110,37 @@ pub enum HashFn {
     Mult,
 }
 
+/// How a table stores superpage and partial-subblock PTEs (talluri95 §4.2, §4.3, §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuperpageStore {
+    /// Radix and linear: the PTE is copied to the site of every base page it covers.
+    Replicate,
+    /// Radix and linear: a superpage whose size is what one entry of an upper level covers is
+    /// stored in that entry; other sizes are replicated.
+    Intermediate,
+    /// Hashed: one hashed table per page size, searched in `search_order`.
+    Multiple,
+    /// Hashed: one table hashed on the VPN at `index_page`; every PTE of that region, whatever
+    /// its size, chains from the same bucket.
+    SuperpageIndex,
+    /// Clustered: the S/SZ fields of clustered PTEs (the only way for clustered tables).
+    Native,
+}
+
+impl SuperpageStore {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuperpageStore::Replicate => "replicate",
+            SuperpageStore::Intermediate => "intermediate",
+            SuperpageStore::Multiple => "multiple",
+            SuperpageStore::SuperpageIndex => "superpage-index",
+            SuperpageStore::Native => "native",
+        }
+    }
+}
+
 /// `[page_table]` section of a config. Unknown keys are rejected.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -139,6 +170,26 @@ pub struct PageTableConfig {
     pub line_bytes: u32,
     /// Cache-line accounting (default `paper`).
     pub accounting: LineAccounting,
+    /// How superpage and partial-subblock PTEs are stored. Default by kind: `replicate` for radix
+    /// and linear, `multiple` for hashed, `native` for clustered.
+    pub superpage_store: Option<SuperpageStore>,
+    /// Hashed tables with `multiple`: page sizes in bytes, in the order a walk searches their
+    /// tables. Sizes not listed are searched after, smallest first. Default: smallest first.
+    pub search_order: Vec<u64>,
+    /// Hashed tables with `superpage-index`: the page size in bytes whose VPN is hashed (default:
+    /// `subblock_factor` base pages, 64 KB with 4 KB pages).
+    pub index_page: Option<u64>,
+}
+
+impl PageTableConfig {
+    /// The superpage store in effect for this kind.
+    pub fn store(&self) -> SuperpageStore {
+        self.superpage_store.unwrap_or(match self.kind {
+            Kind::Radix | Kind::Linear => SuperpageStore::Replicate,
+            Kind::Hashed => SuperpageStore::Multiple,
+            Kind::Clustered => SuperpageStore::Native,
+        })
+    }
 }
 
 /// Bits per level: one number for all levels or a list, leaf level first.
@@ -165,6 +216,9 @@ impl Default for PageTableConfig {
             subblock_factor: 16,
             line_bytes: 64,
             accounting: LineAccounting::Paper,
+            superpage_store: None,
+            search_order: Vec::new(),
+            index_page: None,
         }
     }
 }
@@ -271,6 +325,23 @@ pub trait WalkEnv {
     fn fill_pt_translation(&mut self, asid: Asid, va: VirtAddr);
 }
 
+/// Subblock prefetch as independent walks: one full walk per base page of the block (what a
+/// table with no adjacency between the PTEs of neighbouring pages must do; talluri95 §4.4: "multiple
+/// hash probes"). Tables that keep those PTEs together override it.
+pub(crate) fn walk_block_each<E: WalkEnv>(
+    vpn: Vpn,
+    out: &mut [Option<Pte>],
+    mut walk: impl FnMut(Vpn, &mut E) -> Option<Pte>,
+    env: &mut E,
+) -> Option<Pte> {
+    debug_assert!(out.len().is_power_of_two());
+    let first = vpn.0 & !(out.len() as u64 - 1);
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = walk(Vpn(first + i as u64), env);
+    }
+    out[(vpn.0 - first) as usize]
+}
+
 /// A [`WalkEnv`] with no TLB: every page-table page translation misses (tests, size studies).
 pub struct NoTlb;
 
@@ -359,6 +430,22 @@ impl PageTable {
     #[inline]
     pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
         each_table!(self, t => t.walk(asid, vpn, env, rec))
+    }
+
+    /// The walk of a complete-subblock TLB's block miss with subblock prefetch (talluri95 §4.4):
+    /// fetches into `out[i]` the mapping of base page `i` of the aligned block of `out.len()`
+    /// (a power of two) base pages containing `vpn`, adding what that costs in this table to
+    /// `rec`. Returns the mapping of `vpn` itself.
+    #[inline]
+    pub fn walk_block<E: WalkEnv>(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        env: &mut E,
+        rec: &mut WalkRecord,
+        out: &mut [Option<Pte>],
+    ) -> Option<Pte> {
+        each_table!(self, t => t.walk_block(asid, vpn, env, rec, out))
     }
 
     /// Removes every mapping of `asid` (process exit).

@@ -321,6 +321,18 @@ impl RadixTable {
         }
     }
 
+    /// See [`super::PageTable::walk_block`]: one walk per base page of the block for now.
+    pub fn walk_block<E: WalkEnv>(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        env: &mut E,
+        rec: &mut WalkRecord,
+        out: &mut [Option<Pte>],
+    ) -> Option<Pte> {
+        super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env)
+    }
+
     /// See [`super::PageTable::remove_asid`].
     pub fn remove_asid(&mut self, asid: Asid) {
         self.tree.remove_asid(asid);
