@@ -11,6 +11,7 @@ use xlat::engine::{self, RunOptions, System};
 use xlat::report::{self, ReportInput};
 use xlat::trace::{self, Format, TraceReader};
 
+mod reproduce_cmd;
 mod snapshot_cmd;
 mod trace_cmd;
 mod workloads_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Trace(trace_cmd::TraceArgs),
     /// Build or list the reproducible suite of real programs (`workloads/manifest.toml`).
     Workloads(workloads_cmd::WorkloadsArgs),
+    /// Reproduce a paper's figures and claims on the workload suite (talluri95).
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 #[derive(Args)]
@@ -238,6 +241,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Snapshot(a) => snapshot_cmd::cmd_snapshot(a),
         Command::Trace(a) => trace_cmd::cmd_trace(a),
         Command::Workloads(a) => workloads_cmd::cmd_workloads(a),
+        Command::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Instant;
 use xlat::workloads::{self, Manifest, Size};
 
 /// The manifest built into the binary (`workloads/manifest.toml`).
-const MANIFEST: &str = include_str!("../../../workloads/manifest.toml");
-const MANIFEST_NAME: &str = "workloads/manifest.toml (built in)";
+pub(crate) const MANIFEST: &str = include_str!("../../../workloads/manifest.toml");
+pub(crate) const MANIFEST_NAME: &str = "workloads/manifest.toml (built in)";
 
 #[derive(Args)]
 pub struct WorkloadsArgs {
@@ -78,7 +78,7 @@ fn setup(c: &CommonArgs) -> Result<(Manifest, Size, PathBuf)> {
 }
 
 /// `$XDG_CACHE_HOME/xlat/workloads/SIZE`, else `target/workloads/SIZE`.
-fn default_dir(size: Size) -> PathBuf {
+pub(crate) fn default_dir(size: Size) -> PathBuf {
     match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         Some(x) => Path::new(&x).join("xlat/workloads").join(size.name()),
         None => Path::new("target/workloads").join(size.name()),

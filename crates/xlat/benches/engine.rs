@@ -4,6 +4,10 @@
 //!   64-entry fully associative TLB), the miss-heavy case.
 //! - `fa64-lru-radix/real`: the bundled real trace (`data/demo.xtr`).
 //! - `x86-64/real`: the x86-64 preset (L1I, L1D, STLB, radix with page-walk caches).
+//! - `talluri95-{single,superpage,partial-subblock,complete-subblock}/real`: the talluri95 preset
+//!   (64-entry FA TLB, clustered table) with each TLB entry format and the OS support it needs
+//!   (page reservation with promotion, partial-subblock PTEs, subblock prefetch): the superpage and
+//!   subblock cases must keep at least half the single-page-size throughput.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xlat::config::Config;
@@ -60,9 +64,28 @@ fn bench(c: &mut Criterion) {
     let x86 = Config::preset("x86-64").unwrap();
     let cases = [("fa64-lru-radix/synthetic", &fa64, synthetic(1 << 20, 107)), ("fa64-lru-radix/real", &fa64, real())];
     let real_records = cases[1].2.clone();
+    let talluri = |format: &str, tlb: &str, os: &str| {
+        let text = format!(
+            "name = \"talluri95-{format}\"\n[[tlb]]\nname = \"TLB\"\nentries = 64\npolicy = \"lru\"\nformat = \"{format}\"\n{tlb}\n\
+             [page_table]\nkind = \"clustered\"\nva_bits = 64\nline_bytes = 256\n\
+             [os]\nframe_allocator = \"buddy\"\nmemory_bytes = 17179869184\n{os}"
+        );
+        Config::from_toml(&text, "bench").unwrap()
+    };
+    let designs = [
+        talluri("single", "", ""),
+        talluri("superpage", "", "reservation = true\nsuperpages = \"promote\""),
+        talluri("partial-subblock", "", "reservation = true\npartial_subblock = true"),
+        talluri("complete-subblock", "prefetch = true", ""),
+    ];
+    let names: Vec<String> = designs.iter().map(|d| format!("{}/real", d.name)).collect();
     let mut g = c.benchmark_group("engine");
     g.sample_size(20);
-    for (name, cfg, records) in cases.iter().map(|(n, c, r)| (*n, *c, r)).chain([("x86-64/real", &x86, &real_records)])
+    for (name, cfg, records) in cases
+        .iter()
+        .map(|(n, c, r)| (*n, *c, r))
+        .chain([("x86-64/real", &x86, &real_records)])
+        .chain(designs.iter().zip(&names).map(|(d, n)| (n.as_str(), d, &real_records)))
     {
         g.throughput(Throughput::Elements(lookups(records)));
         g.bench_function(name, |b| {

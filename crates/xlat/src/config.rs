@@ -46,6 +46,34 @@ pub enum AsidMode {
     Flush,
 }
 
+/// Entry format of a TLB structure (talluri95 §4.1, Figure 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlbFormat {
+    /// One page size: every entry maps one base page.
+    #[default]
+    Single,
+    /// Entries of the base page size and of any superpage size the page table provides, mixed.
+    Superpage,
+    /// One tag, one frame and a valid bit per base page for an aligned page block of
+    /// `subblock_factor` pages, usable for properly placed pages; base-page entries otherwise.
+    PartialSubblock,
+    /// One tag per page block and a frame and valid bit per base page.
+    CompleteSubblock,
+}
+
+impl TlbFormat {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlbFormat::Single => "single",
+            TlbFormat::Superpage => "superpage",
+            TlbFormat::PartialSubblock => "partial-subblock",
+            TlbFormat::CompleteSubblock => "complete-subblock",
+        }
+    }
+}
+
 /// One `[[tlb]]` structure.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +107,20 @@ pub struct TlbConfig {
     /// Seed of the random policy (default 1).
     #[serde(default = "one_u64")]
     pub seed: u64,
+    /// Entry format (default single).
+    #[serde(default)]
+    pub format: TlbFormat,
+    /// Base pages per block entry of the subblock formats (default 16; a power of two, 2 to 64).
+    #[serde(default = "sixteen")]
+    pub subblock_factor: u32,
+    /// Complete-subblock only: a block miss loads every mapping of the block (subblock
+    /// prefetch, talluri95 §4.4) instead of only the missing page's (default false).
+    #[serde(default)]
+    pub prefetch: bool,
+}
+
+fn sixteen() -> u32 {
+    16
 }
 
 fn one() -> u32 {
@@ -170,6 +212,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ultrasparc", include_str!("../../../configs/ultrasparc.toml")),
     ("x86-64", include_str!("../../../configs/x86-64.toml")),
     ("x86-64-5level", include_str!("../../../configs/x86-64-5level.toml")),
+    ("talluri95", include_str!("../../../configs/talluri95.toml")),
 ];
 
 impl Config {
@@ -254,6 +297,20 @@ impl Config {
             }
             if t.level == 0 {
                 return Err(ParamError::new(key("level"), "levels start at 1"));
+            }
+            if matches!(t.format, TlbFormat::PartialSubblock | TlbFormat::CompleteSubblock)
+                && (!t.subblock_factor.is_power_of_two() || !(2..=64).contains(&t.subblock_factor))
+            {
+                return Err(ParamError::new(
+                    key("subblock_factor"),
+                    format!("must be a power of two from 2 to 64, got {}", t.subblock_factor),
+                ));
+            }
+            if t.prefetch && t.format != TlbFormat::CompleteSubblock {
+                return Err(ParamError::new(
+                    key("prefetch"),
+                    format!("subblock prefetch needs format = \"complete-subblock\", not \"{}\"", t.format.name()),
+                ));
             }
             if self.tlb[..i].iter().any(|o| o.name == t.name) {
                 return Err(ParamError::new(key("name"), format!("'{}' is used by another [[tlb]]", t.name)));

@@ -7,12 +7,12 @@
 //! enum, and readers hand over batches of records.
 
 use crate::addr::{Asid, PageSize, Vpn};
-use crate::config::{AsidMode, Config, Serves};
+use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
-use crate::os::{FrameAllocator, Os, OutOfMemory};
+use crate::os::{FrameAllocator, Os, OutOfMemory, PtOp};
 use crate::pt::{PageTable, ParamError, Pte, WalkEnv, WalkRecord};
 use crate::stats::{SystemStats, TlbStats};
-use crate::tlb::{Geometry, Tlb, TlbData};
+use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
 
 /// The address space of global pages (`os.global`): mapped once, shared by every process.
@@ -32,6 +32,8 @@ pub struct Structure {
     pub serves: Option<Serves>,
     /// Cycles per lookup.
     pub latency: u64,
+    /// Entry format (reserved partitions: single).
+    pub format: TlbFormat,
     /// The TLB itself.
     pub tlb: Tlb,
 }
@@ -66,6 +68,14 @@ pub struct System {
     rec: WalkRecord,
     /// Lookups by kind: [instruction fetches, data].
     lookups: [u64; 2],
+    /// Subblock prefetch on each path [instruction, data]: the block size in base pages of the
+    /// complete-subblock structure that prefetches, or 0.
+    prefetch: [usize; 2],
+    /// Scratch for a prefetching walk's mappings.
+    block: Vec<Option<Pte>>,
+    /// Page-table operations and TLB shootdowns the OS asked for (buffers reused across faults).
+    ops: Vec<PtOp>,
+    shootdown: Vec<(Asid, Vpn, Vpn)>,
     stats: SystemStats,
 }
 
@@ -104,13 +114,20 @@ impl System {
         for (i, t) in config.tlb.iter().enumerate() {
             let main = t.entries - t.reserved;
             let geometry = Geometry { entries: main, ways: t.ways.unwrap_or(main), policy: t.policy, seed: t.seed };
-            let tlb =
-                Tlb::new(geometry, page_size).map_err(|e| ParamError::new(format!("tlb[{i}].ways"), e.to_string()))?;
+            let format = match t.format {
+                TlbFormat::Single => Format::Single,
+                TlbFormat::Superpage => Format::Superpage,
+                TlbFormat::PartialSubblock => Format::PartialSubblock { block_pages: t.subblock_factor },
+                TlbFormat::CompleteSubblock => Format::CompleteSubblock { block_pages: t.subblock_factor },
+            };
+            let tlb = Tlb::with_format(geometry, page_size, format)
+                .map_err(|e| ParamError::new(format!("tlb[{i}].ways"), e.to_string()))?;
             structures.push(Structure {
                 name: t.name.clone(),
                 level: t.level,
                 serves: Some(t.serves),
                 latency: t.latency,
+                format: t.format,
                 tlb,
             });
         }
@@ -147,6 +164,7 @@ impl System {
                 level: t.level,
                 serves: None,
                 latency: 0,
+                format: TlbFormat::Single,
                 tlb,
             });
             structures.len() - 1
@@ -156,8 +174,20 @@ impl System {
         // Other levels' reserved entries only shrink their main partitions.
         let pt = PageTable::new(&config.page_table, page_size)?;
         let frames = config.os.memory_bytes / config.page_size;
-        let os =
-            Os::new(FrameAllocator::new(config.os.frame_allocator, frames, config.os.seed, config.os.fragmentation));
+        let os = Os::new(
+            FrameAllocator::new(config.os.frame_allocator, frames, config.os.seed, config.os.fragmentation),
+            &config.os,
+            page_size,
+        );
+        // A path prefetches subblocks if one of its complete-subblock structures does.
+        let prefetch_of = |v: &[usize]| {
+            v.iter()
+                .filter(|&&i| i < config.tlb.len() && config.tlb[i].prefetch)
+                .map(|&i| config.tlb[i].subblock_factor as usize)
+                .max()
+                .unwrap_or(0)
+        };
+        let prefetch = [prefetch_of(&ipath_v), prefetch_of(&dpath_v)];
         let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
         let n = structures.len();
         Ok(System {
@@ -186,6 +216,10 @@ impl System {
             asid: Asid(0),
             rec: WalkRecord::default(),
             lookups: [0; 2],
+            prefetch,
+            block: vec![None; prefetch[0].max(prefetch[1])],
+            ops: Vec::new(),
+            shootdown: Vec::new(),
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
         })
     }
@@ -208,6 +242,11 @@ impl System {
     /// The page table.
     pub fn page_table(&self) -> &PageTable {
         &self.pt
+    }
+
+    /// The page table, for walks outside a run (snapshot studies).
+    pub fn page_table_mut(&mut self) -> &mut PageTable {
+        &mut self.pt
     }
 
     /// The OS model.
@@ -242,7 +281,35 @@ impl System {
             Refill::Software => (w.count + w.nested_misses) * cost.trap_cycles,
         };
         c.page_fault = s.page_faults * cost.page_fault_cycles;
+        s.os = self.os.stats();
         s
+    }
+
+    /// Checks that every translation held by a TLB structure is one the page table holds (the
+    /// same frame) and that the OS agrees: a TLB must never translate a page the page table does
+    /// not map, whatever its entry format, after unmaps, promotions and demotions. For tests;
+    /// allocates. Reserved partitions (page-table translations) are not checked.
+    pub fn check_translations(&self) -> Result<(), String> {
+        for s in self.structures.iter().filter(|s| s.serves.is_some()) {
+            for (asid, vpn, pfn) in s.tlb.translations() {
+                let space = if asid == crate::tlb::GLOBAL { GLOBAL_SPACE } else { Asid(asid) };
+                let pt = self.pt.get(space, vpn);
+                if pt.map(|p| p.pfn) != Some(pfn) {
+                    return Err(format!(
+                        "{}: TLB translates asid {asid} vpn {:#x} to frame {:#x}, the page table has {pt:?}",
+                        s.name, vpn.0, pfn.0
+                    ));
+                }
+                let os = self.os.mapping(space, vpn);
+                if os != pt {
+                    return Err(format!(
+                        "{}: the page table maps asid {asid} vpn {:#x} as {pt:?}, the OS as {os:?}",
+                        s.name, vpn.0
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Feeds a batch of records.
@@ -292,7 +359,8 @@ impl System {
             let t = path.levels[k] as usize;
             self.stats.tlb[t].accesses += 1;
             if let Some(data) = self.structures[t].tlb.lookup(self.asid, vpn) {
-                self.fill(&path.levels[..k], vpn, data);
+                let pte = pte_of(data, vpn, self.page_size);
+                self.fill(&path.levels[..k], vpn, pte);
                 return Ok(());
             }
             self.stats.tlb[t].misses += 1;
@@ -300,14 +368,71 @@ impl System {
         self.miss(path, vpn)
     }
 
-    fn fill(&mut self, levels: &[u8], vpn: Vpn, data: TlbData) {
+    /// Installs the translation of `vpn` from its mapping in each of `levels` (all of which
+    /// missed); each structure makes the entry its format allows.
+    fn fill(&mut self, levels: &[u8], vpn: Vpn, pte: Pte) {
         let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
         for &t in levels {
             let t = t as usize;
-            if self.structures[t].tlb.insert(tag, vpn, data).is_some() {
-                self.stats.tlb[t].evictions += 1;
+            let f = self.structures[t].tlb.fill(tag, vpn, pte);
+            self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
+            self.stats.tlb[t].subblock_misses += f.merged as u64;
+        }
+    }
+
+    /// [`System::fill`] after a prefetching walk: `block` holds the mappings of vpn's block.
+    fn fill_block(&mut self, levels: &[u8], vpn: Vpn, block: &[Option<Pte>]) {
+        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
+        for &t in levels {
+            let t = t as usize;
+            let f = self.structures[t].tlb.fill_block(tag, vpn, block);
+            self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
+            self.stats.tlb[t].subblock_misses += f.merged as u64;
+        }
+    }
+
+    /// A page fault on `vpn` of `asid`: the OS allocates and decides the mapping; its page-table
+    /// operations and TLB shootdowns are applied here.
+    fn fault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), SimError> {
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        let r = self.os.fault(asid, vpn, &mut ops, &mut shootdown);
+        if r.is_ok() {
+            self.apply(&ops, &shootdown);
+        }
+        self.ops = ops;
+        self.shootdown = shootdown;
+        r.map(|_| ()).map_err(|error| SimError::OutOfMemory { config: self.config.name.clone(), error })
+    }
+
+    /// Applies the OS's page-table operations, then invalidates the TLB entries of the ranges.
+    fn apply(&mut self, ops: &[PtOp], shootdown: &[(Asid, Vpn, Vpn)]) {
+        for op in ops {
+            match *op {
+                PtOp::Map(asid, vpn, pte) => self.pt.map(asid, vpn, pte),
+                PtOp::Unmap(asid, vpn) => {
+                    self.pt.unmap(asid, vpn);
+                }
             }
         }
+        for &(asid, first, last) in shootdown {
+            let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
+            for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+                st.invalidations += s.tlb.invalidate_range(tag, first, last);
+            }
+        }
+    }
+
+    /// Maps base page `vpn` of `asid` as if the process had touched it, without any TLB or walk
+    /// accounting (building page tables from address-space snapshots). Pages already mapped are
+    /// left alone.
+    pub fn prefault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), SimError> {
+        if self.pt.get(asid, vpn).is_some() {
+            return Ok(());
+        }
+        self.fault(asid, vpn)
     }
 
     /// True if `vpn` lies in one of the `os.global` ranges.
@@ -347,19 +472,32 @@ impl System {
         let dedicated = self.structures[self.pt_tlb].serves.is_none();
         let pt_stats = &mut self.stats.tlb[self.pt_tlb];
         let mut env = PtTlbEnv { tlb: &mut self.structures[self.pt_tlb].tlb, stats: pt_stats, dedicated };
-        let walked = self.pt.walk(asid, vpn, &mut env, &mut self.rec);
+        let prefetch = self.prefetch[path_is_data(path, &self.dpath) as usize];
+        let mut block = std::mem::take(&mut self.block);
+        let walked = if prefetch > 0 {
+            self.stats.walks.block_walks += 1;
+            self.pt.walk_block(asid, vpn, &mut env, &mut self.rec, &mut block[..prefetch])
+        } else {
+            self.pt.walk(asid, vpn, &mut env, &mut self.rec)
+        };
         self.stats.walks.count += 1;
         let pte = match walked {
             Some(pte) => pte,
             None => {
-                let pfn = self
-                    .os
-                    .fault_in(asid, vpn)
-                    .map_err(|error| SimError::OutOfMemory { config: self.config.name.clone(), error })?;
-                let pte = Pte { pfn, size: self.page_size, valid: 0 };
-                self.pt.map(asid, vpn, pte);
+                let r = self.fault(asid, vpn);
+                if r.is_err() {
+                    self.block = block;
+                    r?;
+                }
                 self.stats.page_faults += 1;
-                pte
+                if prefetch > 0 {
+                    // The fault handler leaves the block's mappings as the page table now has them.
+                    let first = vpn.0 & !(prefetch as u64 - 1);
+                    for (i, b) in block[..prefetch].iter_mut().enumerate() {
+                        *b = self.pt.get(asid, Vpn(first + i as u64));
+                    }
+                }
+                self.pt.get(asid, vpn).expect("the OS maps a faulting page")
             }
         };
         if let Some(cache) = &mut self.cache {
@@ -375,8 +513,12 @@ impl System {
             // References beyond the recorded ones (very deep walks) are charged as misses.
             w.cache_misses += (rec.mem_refs - refs_before) - rec.n_addrs;
         }
-        let data = TlbData { pfn: pte.pfn.0, shift: self.page_size.shift() as u8, valid: 0 };
-        self.fill(&path.levels[..path.len as usize], vpn, data);
+        if prefetch > 0 {
+            self.fill_block(&path.levels[..path.len as usize], vpn, &block[..prefetch]);
+        } else {
+            self.fill(&path.levels[..path.len as usize], vpn, pte);
+        }
+        self.block = block;
         Ok(())
     }
 
@@ -417,9 +559,11 @@ impl System {
             }
             Record::Fork { child } => {
                 self.stats.events.forks += 1;
-                for (vpn, pfn) in self.os.fork(self.asid, Asid(child)) {
-                    self.pt.map(Asid(child), vpn, Pte { pfn, size: self.page_size, valid: 0 });
-                }
+                let mut ops = std::mem::take(&mut self.ops);
+                ops.clear();
+                self.os.fork(self.asid, Asid(child), &mut ops);
+                self.apply(&ops, &[]);
+                self.ops = ops;
             }
             Record::Exit { asid } => {
                 self.stats.events.exits += 1;
@@ -436,17 +580,31 @@ impl System {
 
     /// Unmaps the resident pages of `asid` in `[first, last]` and shoots down their TLB entries.
     fn unmap_range(&mut self, asid: Asid, first: Vpn, last: Vpn) {
-        let pages = self.os.evict_range(asid, first, last);
-        self.stats.events.pages_unmapped += pages.len() as u64;
-        for &vpn in &pages {
-            self.pt.unmap(asid, vpn);
-        }
-        if !pages.is_empty() {
-            let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
-            for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
-                st.invalidations += s.tlb.invalidate_range(tag, first, last);
-            }
-        }
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        self.stats.events.pages_unmapped += self.os.unmap_range(asid, first, last, &mut ops, &mut shootdown);
+        self.apply(&ops, &shootdown);
+        self.ops = ops;
+        self.shootdown = shootdown;
+    }
+}
+
+/// True if `path` is the data path (the two paths are told apart by their level-1 structure,
+/// or are the same unified path).
+#[inline(always)]
+fn path_is_data(path: Path, dpath: &Path) -> bool {
+    path.levels[0] == dpath.levels[0]
+}
+
+/// The mapping a TLB hit's data stands for, as a PTE for base page `vpn`.
+#[inline]
+fn pte_of(data: TlbData, vpn: Vpn, base: PageSize) -> Pte {
+    Pte {
+        pfn: frame_of(data, vpn, base),
+        size: PageSize::from_shift(data.shift as u32).unwrap_or(base),
+        valid: data.valid,
     }
 }
 

@@ -53,6 +53,7 @@ pub mod engine;
 pub mod os;
 pub mod pt;
 pub mod report;
+pub mod reproduce;
 pub mod snapshot;
 pub mod stats;
 pub mod tlb;

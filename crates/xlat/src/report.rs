@@ -68,12 +68,15 @@ fn system_json(s: &System) -> Value {
                 "ways": g.ways,
                 "sets": x.tlb.sets(),
                 "policy": g.policy.name(),
+                "format": x.format.name(),
                 "accesses": c.accesses,
                 "hits": c.hits,
                 "misses": c.misses,
                 "miss_ratio": ratio(c.misses, c.accesses),
                 "evictions": c.evictions,
                 "invalidations": c.invalidations,
+                "block_misses": c.misses - c.subblock_misses,
+                "subblock_misses": c.subblock_misses,
             })
         })
         .collect();
@@ -97,11 +100,13 @@ fn system_json(s: &System) -> Value {
             "pwc_hits": w.pwc_hits,
             "cache_hits": w.cache_hits,
             "cache_misses": w.cache_misses,
+            "block_walks": w.block_walks,
             "refs_per_walk": ratio(w.memory_refs, w.count),
             "lines_per_walk": ratio(w.cache_lines, w.count),
         },
         "page_table": {
             "kind": s.page_table().kind().name(),
+            "superpage_store": cfg.page_table.store().name(),
             "bytes": size.table_bytes,
             "bucket_bytes": size.bucket_bytes,
             "objects": size.objects,
@@ -115,6 +120,7 @@ fn system_json(s: &System) -> Value {
             "page_fault": st.cycles.page_fault,
         },
         "events": st.events,
+        "os": st.os,
     })
 }
 

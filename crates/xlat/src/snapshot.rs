@@ -10,8 +10,9 @@
 
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::Config;
-use crate::os::{FrameAllocator, OutOfMemory};
-use crate::pt::{Kind, NoTlb, PageTable, ParamError, PtSize, Pte, WalkRecord};
+use crate::engine::{SimError, System};
+use crate::os::OutOfMemory;
+use crate::pt::{Kind, NoTlb, ParamError, PtSize, WalkRecord};
 use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -726,9 +727,9 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
     let page_size = PageSize::from_bytes(config.page_size).expect("validated");
     // Walks measure the table alone: no TLB and no page-walk caches (which, over pages walked in
     // ascending order, would hit almost always and hide the table's structure).
-    let mut pt_config = config.page_table.clone();
-    pt_config.pwc.clear();
-    let mut pt = PageTable::new(&pt_config, page_size).map_err(param)?;
+    let mut cfg = config.clone();
+    cfg.page_table.pwc.clear();
+    let mut sys = System::new(&cfg).map_err(param)?;
     let snap_shift = PageSize::from_bytes(snap.page_size)
         .ok_or_else(|| {
             param(ParamError::new("page_size", format!("snapshot page size {} is not a power of two", snap.page_size)))
@@ -736,12 +737,6 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
         .shift();
     let shift = page_size.shift();
     let va_bits = config.page_table.va_bits;
-    let mut frames = FrameAllocator::new(
-        config.os.frame_allocator,
-        config.os.memory_bytes / config.page_size,
-        config.os.seed,
-        config.os.fragmentation,
-    );
     let mut per_process = Vec::with_capacity(snap.processes.len());
     let mut rec = WalkRecord::default();
     let (mut walks, mut walk_refs, mut walk_lines) = (0u64, 0u64, 0u64);
@@ -759,11 +754,15 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
     for (i, vpns) in pages.iter().enumerate() {
         let asid = Asid(i as u32);
         for &v in vpns {
-            let pfn = frames.alloc().ok_or_else(|| SnapshotError::OutOfMemory {
-                config: config.name.clone(),
-                error: OutOfMemory { frames: frames.total() },
+            // Each page is faulted in through the design's OS model, so page reservation,
+            // superpages and partial-subblock PTEs shape the table as they would at run time.
+            sys.prefault(asid, Vpn(v)).map_err(|e| match e {
+                SimError::OutOfMemory { error, .. } => SnapshotError::OutOfMemory { config: config.name.clone(), error },
+                other => SnapshotError::Param {
+                    config: config.name.clone(),
+                    error: ParamError::new("page_table", other.to_string()),
+                },
             })?;
-            pt.map(asid, Vpn(v), Pte { pfn: crate::addr::Pfn(pfn), size: page_size, valid: 0 });
         }
         per_process.push(vpns.len() as u64);
     }
@@ -771,7 +770,7 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
         let asid = Asid(i as u32);
         for &v in vpns {
             rec.reset();
-            let found = pt.walk(asid, Vpn(v), &mut NoTlb, &mut rec);
+            let found = sys.page_table_mut().walk(asid, Vpn(v), &mut NoTlb, &mut rec);
             debug_assert!(found.is_some(), "a mapped page is found");
             walks += 1;
             walk_refs += rec.mem_refs;
@@ -781,8 +780,8 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
     Ok(SnapshotReport {
         name: config.name.clone(),
         page_size: config.page_size,
-        kind: pt.kind(),
-        size: pt.size(),
+        kind: sys.page_table().kind(),
+        size: sys.page_table().size(),
         mapped_pages: per_process.iter().sum(),
         mapped_per_process: per_process,
         walks,

@@ -13,8 +13,12 @@ pub struct TlbStats {
     pub misses: u64,
     /// Valid entries replaced to make room.
     pub evictions: u64,
-    /// Entries removed by shootdowns (unmap, exit) and flushes.
+    /// Entries removed by shootdowns (unmap, exit, promotion) and flushes.
     pub invalidations: u64,
+    /// Misses served by adding a page to an entry already present: complete-subblock *subblock
+    /// misses* and partial-subblock valid-bit updates (talluri95 §4.4). The other misses are
+    /// *block misses*, which allocate an entry.
+    pub subblock_misses: u64,
 }
 
 /// Counters of page walks.
@@ -34,6 +38,8 @@ pub struct WalkStats {
     pub cache_hits: u64,
     /// Walk references that missed in `[cost.cache]`.
     pub cache_misses: u64,
+    /// Walks that prefetched a whole block for a complete-subblock TLB (included in `count`).
+    pub block_walks: u64,
 }
 
 /// Cycles by cause.
@@ -96,4 +102,6 @@ pub struct SystemStats {
     pub cycles: Cycles,
     /// Events.
     pub events: EventStats,
+    /// The OS model's counters (reservations, promotions, demotions, ...).
+    pub os: crate::os::OsStats,
 }

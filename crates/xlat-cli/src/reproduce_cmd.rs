@@ -1,0 +1,107 @@
+//! `xlat reproduce PAPER`: reproduce a paper's figures on the workload suite. The work is in
+//! `xlat::reproduce`; this file picks and builds the workloads and prints the outcome.
+
+use crate::workloads_cmd::{default_dir, MANIFEST, MANIFEST_NAME};
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+use xlat::reproduce::{self, Options, WorkloadInput};
+use xlat::workloads::{self, Manifest, Size};
+
+/// The workloads of `--quick`: small, quick to trace, single- and multi-process.
+const QUICK: &[&str] = &["gzip", "sort", "sqlite3", "python-dict", "sparse-heap", "pipeline"];
+/// References simulated per workload in `--quick`.
+const QUICK_REFS: u64 = 4_000_000;
+
+#[derive(Args)]
+pub struct ReproduceArgs {
+    /// The paper: talluri95.
+    #[arg(value_parser = ["talluri95"])]
+    paper: String,
+    /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md.
+    #[arg(long, default_value = "reproduce-talluri95", value_name = "DIR")]
+    out: PathBuf,
+    /// A few small workloads, the first 4 M references of each: minutes instead of hours
+    /// (what the test command runs).
+    #[arg(long)]
+    quick: bool,
+    /// Suite size (default: small with --quick, else full).
+    #[arg(long, value_parser = ["small", "full"])]
+    size: Option<String>,
+    /// Workload cache directory (as for `xlat workloads build`).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Only these workloads (comma-separated names).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Simulate at most N references of each trace.
+    #[arg(long, value_name = "N")]
+    max_refs: Option<u64>,
+}
+
+pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
+    let manifest = Manifest::parse(MANIFEST, MANIFEST_NAME)?;
+    let size = match a.size.as_deref() {
+        Some(s) => Size::from_name(s).ok_or_else(|| anyhow!("--size must be small or full"))?,
+        None if a.quick => Size::Small,
+        None => Size::Full,
+    };
+    let dir = a.dir.clone().unwrap_or_else(|| default_dir(size));
+    let only: Vec<String> = if !a.only.is_empty() {
+        a.only.clone()
+    } else if a.quick {
+        QUICK.iter().map(|s| s.to_string()).collect()
+    } else {
+        Vec::new()
+    };
+    let selected = manifest.select(&only).map_err(|e| anyhow!(e))?;
+    let started = Instant::now();
+    let mut inputs = Vec::new();
+    for w in selected {
+        if let Some(e) = w.missing() {
+            if a.only.is_empty() {
+                eprintln!("xlat: warning: skipped: {e}");
+                continue;
+            }
+            return Err(e.into());
+        }
+        let sidecar = match workloads::up_to_date(w, size, &dir) {
+            Some(s) => s,
+            None => {
+                eprintln!("{}: building ({}, {} backend)...", w.name, size.name(), w.backend);
+                workloads::build(w, size, &dir, true)?
+            }
+        };
+        if sidecar.references == 0 {
+            bail!("workload '{}': the trace holds no references (exit status {})", w.name, sidecar.exit_status);
+        }
+        let snap = workloads::snapshot_path(&dir, &w.name);
+        inputs.push(WorkloadInput {
+            name: w.name.clone(),
+            trace: workloads::trace_path(&dir, &w.name),
+            snapshot: snap.is_file().then_some(snap),
+            processes: sidecar.processes,
+        });
+    }
+    let opts = Options { max_refs: a.max_refs.or(if a.quick { Some(QUICK_REFS) } else { None }) };
+    let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
+    let (files, warnings) = res.write(&a.out)?;
+    for w in &warnings {
+        eprintln!("xlat: warning: {w}");
+    }
+    let claims = res.claims();
+    println!(
+        "talluri95: {} workloads in {:.1} s; {} of {} claims agree; report: {}",
+        res.workloads.len(),
+        started.elapsed().as_secs_f64(),
+        claims.iter().filter(|c| c.holds).count(),
+        claims.len(),
+        a.out.join("report.md").display()
+    );
+    for c in &claims {
+        println!("  [{}] {}: {}", if c.holds { "agrees" } else { "differs" }, c.paper, c.measured);
+    }
+    println!("files: {}", files.len());
+    Ok(())
+}
