@@ -23,19 +23,22 @@
 
 use super::chain::{validate_buckets, Chained, Word};
 use super::common::{validate_common, LineCfg, PtMem};
-use super::{walk_block_each, PageTableConfig, ParamError, PtSize, Pte, SuperpageStore, WalkEnv, WalkRecord};
+use super::{walk_block_each, HashFn, PageTableConfig, ParamError, PtSize, Pte, SuperpageStore, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, Vpn};
 use std::fmt;
 
 /// Hashed page table: chained hash tables of 24-byte PTEs for every process.
 #[derive(Clone)]
 pub struct HashedTable {
-    cfg: PageTableConfig,
+    store: SuperpageStore,
+    buckets: u64,
+    hash: HashFn,
+    pte_bytes: u32,
     page: PageSize,
     lines: LineCfg,
     mem: PtMem,
     /// `superpage-index`: the table hashed at `index_page` and log2 base pages of `index_page`.
-    index: Option<(Chained, u32)>,
+    index: Option<Box<(Chained, u32)>>,
     /// Per-size tables with the log2 base pages of their size.
     tables: Vec<(u32, Chained)>,
     /// Indices into `tables` in search order.
@@ -53,7 +56,10 @@ impl HashedTable {
         let base = page_size.shift();
         let mut mem = PtMem::new();
         let mut t = HashedTable {
-            cfg: cfg.clone(),
+            store: cfg.store(),
+            buckets: cfg.buckets,
+            hash: cfg.hash,
+            pte_bytes: cfg.pte_bytes,
             page: page_size,
             lines,
             mem: PtMem::new(),
@@ -113,7 +119,7 @@ impl HashedTable {
                     ));
                 }
                 let ishift = bytes.trailing_zeros() - base;
-                t.index = Some((Chained::new(cfg, page_size, ishift, lines, &mut mem), ishift));
+                t.index = Some(Box::new((Chained::new(cfg, page_size, ishift, lines, &mut mem), ishift)));
                 t.mem = mem;
             }
             other => {
@@ -134,7 +140,13 @@ impl HashedTable {
         match self.tables.iter().position(|(q, _)| *q == p) {
             Some(at) => at,
             None => {
-                let t = Chained::new(&self.cfg, self.page, p, self.lines, &mut self.mem);
+                let cfg = PageTableConfig {
+                    buckets: self.buckets,
+                    hash: self.hash,
+                    pte_bytes: self.pte_bytes,
+                    ..PageTableConfig::default()
+                };
+                let t = Chained::new(&cfg, self.page, p, self.lines, &mut self.mem);
                 self.tables.push((p, t));
                 let mut order: Vec<usize> = Vec::with_capacity(self.tables.len());
                 for q in &self.preferred {
@@ -159,7 +171,7 @@ impl HashedTable {
 
     /// Number of hash buckets per table.
     pub fn buckets(&self) -> u64 {
-        self.cfg.buckets
+        self.buckets
     }
 
     /// Load factor α: PTEs per bucket, over all tables.
@@ -175,7 +187,8 @@ impl HashedTable {
         let base = self.page.shift();
         let p = pte.size.shift() - base;
         let word = Word::of(pte, vpn, base);
-        if let Some((t, ishift)) = &mut self.index {
+        if let Some(ix) = &mut self.index {
+            let (t, ishift) = &mut **ix;
             if p <= *ishift {
                 t.put(asid, vpn, p, p, word, &mut self.mem);
                 return;
@@ -187,7 +200,8 @@ impl HashedTable {
 
     /// See [`super::PageTable::unmap`]: removes the whole PTE translating `vpn`.
     pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
-        if let Some((t, _)) = &mut self.index {
+        if let Some(ix) = &mut self.index {
+            let t = &mut ix.0;
             if let Some(p) = t.unmap(asid, vpn) {
                 return Some(p);
             }
@@ -203,7 +217,8 @@ impl HashedTable {
 
     /// See [`super::PageTable::get`].
     pub fn get(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
-        if let Some((t, _)) = &self.index {
+        if let Some(ix) = &self.index {
+            let t = &ix.0;
             if let Some(p) = t.get(asid, vpn) {
                 return Some(p);
             }
@@ -217,7 +232,8 @@ impl HashedTable {
     pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
         let mut lines = self.lines.tracker(rec);
         let mut r = None;
-        if let Some((t, _)) = &self.index {
+        if let Some(ix) = &self.index {
+            let t = &ix.0;
             r = t.walk(asid, vpn, rec, &mut lines);
         }
         if r.is_none() {
@@ -247,7 +263,8 @@ impl HashedTable {
 
     /// See [`super::PageTable::remove_asid`].
     pub fn remove_asid(&mut self, asid: Asid) {
-        if let Some((t, _)) = &mut self.index {
+        if let Some(ix) = &mut self.index {
+            let t = &mut ix.0;
             t.remove_asid(asid);
         }
         for (_, t) in &mut self.tables {
@@ -258,7 +275,7 @@ impl HashedTable {
     /// See [`super::PageTable::size`]: the PTEs and bucket arrays of all tables.
     pub fn size(&self) -> PtSize {
         let mut s = PtSize::default();
-        for t in self.index.iter().map(|(t, _)| t).chain(self.tables.iter().map(|(_, t)| t)) {
+        for t in self.index.iter().map(|ix| &ix.0).chain(self.tables.iter().map(|(_, t)| t)) {
             let z = t.size();
             s.table_bytes += z.table_bytes;
             s.bucket_bytes += z.bucket_bytes;
@@ -271,7 +288,7 @@ impl HashedTable {
 impl fmt::Debug for HashedTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HashedTable")
-            .field("store", &self.cfg.store())
+            .field("store", &self.store)
             .field("buckets", &self.buckets())
             .field("table_sizes", &self.table_sizes())
             .field("size", &self.size())
