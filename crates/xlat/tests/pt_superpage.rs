@@ -364,3 +364,37 @@ fn hashed_superpage_index_chains() {
     assert_eq!(pt.unmap(A, Vpn(0x23f)), Some(pte(0x803f, K256, 0)));
     assert_eq!(pt.size().objects, 4);
 }
+
+fn err_key(cfg: PageTableConfig) -> String {
+    PageTable::new(&cfg, PageSize::SIZE_4K).unwrap_err().key
+}
+
+#[test]
+fn store_keys_are_checked() {
+    let c = PageTableConfig { kind: Kind::Clustered, ..Default::default() };
+    for store in [SuperpageStore::Replicate, SuperpageStore::Multiple, SuperpageStore::SuperpageIndex] {
+        assert_eq!(
+            err_key(PageTableConfig { superpage_store: Some(store), ..c.clone() }),
+            "page_table.superpage_store"
+        );
+    }
+    table(PageTableConfig { superpage_store: Some(SuperpageStore::Native), ..c });
+    let h = PageTableConfig { kind: Kind::Hashed, ..Default::default() };
+    for store in [SuperpageStore::Replicate, SuperpageStore::Intermediate, SuperpageStore::Native] {
+        assert_eq!(
+            err_key(PageTableConfig { superpage_store: Some(store), ..h.clone() }),
+            "page_table.superpage_store"
+        );
+    }
+    for order in [vec![4096, 4096], vec![2048], vec![4096, 12288], vec![0]] {
+        assert_eq!(err_key(PageTableConfig { search_order: order, ..h.clone() }), "page_table.search_order");
+    }
+    table(PageTableConfig { search_order: vec![65536, 4096, 1 << 30], ..h.clone() });
+    let ix = PageTableConfig { superpage_store: Some(SuperpageStore::SuperpageIndex), ..h };
+    for bytes in [0, 2048, 3 << 12, 1 << 48] {
+        assert_eq!(err_key(PageTableConfig { index_page: Some(bytes), ..ix.clone() }), "page_table.index_page");
+    }
+    for bytes in [4096, 1 << 21] {
+        table(PageTableConfig { index_page: Some(bytes), ..ix.clone() });
+    }
+}
