@@ -1,18 +1,48 @@
-//! Translation lookaside buffers: any geometry, five replacement policies, ASID and global tags.
+//! Translation lookaside buffers: any geometry, five replacement policies, ASID and global tags,
+//! and four entry formats (talluri95 §4.1, §4.4).
 //!
 //! A [`Tlb`] is one structure of `entries` slots split into `sets = entries / ways` sets
-//! (`ways == entries` is fully associative; `entries` need not be a power of two). The set of a
-//! translation is its tag (the VPN at the entry's page size) modulo `sets`.
+//! (`ways == entries` is fully associative; `entries` need not be a power of two). Each entry
+//! covers an aligned run of `2^k` base pages; its tag is the VPN at its own size (`vpn >> k`) and
+//! its set is that tag modulo `sets`.
 //!
-//! Storage is flat (`sets * ways` slots, structure of arrays). Lookups scan the set when it has at
-//! most [`SCAN_WAYS`] ways and use an open-addressing index (tag, ASID) -> slot for wider sets,
-//! so a 64- or 128-entry fully associative TLB answers in a few nanoseconds. Every replacement
-//! policy keeps a per-set list of slots in insertion (FIFO) or recency (LRU) order; invalid slots
-//! sit at its tail so that every policy fills empty ways before it evicts.
+//! # Entry formats
 //!
-//! The entry is designed to grow: each slot records its page size (superpages, talluri95), the
-//! ASID it belongs to or [`GLOBAL`], and a payload ([`TlbData`]) that later models extend with
-//! subblock valid bits, protection keys and region IDs without changing the lookup.
+//! The [`Format`] of a TLB says how [`Tlb::fill`] turns a page-table mapping ([`Pte`]) into an
+//! entry:
+//! - [`Format::Single`]: a base-page entry, whatever the PTE's size;
+//! - [`Format::Superpage`]: one entry of the superpage's size for a superpage PTE, else a base-page
+//!   entry; entries of several sizes share the TLB;
+//! - [`Format::PartialSubblock`]: a block entry (one tag per aligned block of `block_pages` base
+//!   pages, one frame, a valid bit per base page) for a partial-subblock PTE or a superpage at
+//!   least as large as the block, else a base-page entry. A fill whose block entry already exists
+//!   updates its valid vector in place;
+//! - [`Format::CompleteSubblock`]: a block entry with a frame and a valid bit per base page for
+//!   every mapping. A miss whose block entry exists adds the page to it (a *subblock miss*); other
+//!   misses allocate a new entry (a *block miss*). [`Tlb::fill_block`] loads every mapped page of
+//!   the block at once (subblock prefetch).
+//!
+//! A fill that only updates an existing block entry (reported as [`Fill::merged`]) evicts
+//! nothing and counts as a use of the entry for the replacement policy (as a hit does).
+//! [`Tlb::insert`] installs a translation taken from another TLB ([`TlbData`]): its `shift` gives
+//! its size and a non-zero `valid` makes it a block entry; a complete-subblock TLB stores base
+//! and block-sized translations in its block entries. When several entries translate one base
+//! page (possible only when mappings change without a shootdown), the one with the smallest page
+//! size answers, and among equal sizes the process's own entry before a [`GLOBAL`] one.
+//!
+//! # Storage and lookups
+//!
+//! Storage is flat (`sets * ways` slots, structure of arrays); the per-page frames of
+//! complete-subblock entries live in a side array (`slots * block_pages`), so the hot slot stays
+//! small. A lookup probes once per entry size present in the TLB (a count is kept per size, so a
+//! TLB holding only base pages probes once): it scans the set when it has at most [`SCAN_WAYS`]
+//! ways and uses an open-addressing index (tag, size, ASID) -> slot for wider sets, so a 64- or
+//! 128-entry fully associative TLB answers in a few nanoseconds. Every replacement policy keeps a
+//! per-set list of slots in insertion (FIFO) or recency (LRU) order; invalid slots sit at its tail
+//! so that every policy fills empty ways before it evicts.
+//!
+//! VPNs must be below 2^58 when entries larger than a base page are used (any 64-bit address with
+//! base pages of 64 bytes or more): the size is folded into the top bits of the lookup key.
 
 mod policy;
 
@@ -20,6 +50,7 @@ pub use policy::Policy;
 use policy::PolicyState;
 
 use crate::addr::{Asid, PageSize, Pfn, Vpn};
+use crate::pt::Pte;
 
 /// Sets with at most this many ways are searched by scanning; wider ones through an index.
 pub const SCAN_WAYS: u32 = 16;
@@ -29,6 +60,31 @@ pub const GLOBAL: u32 = u32::MAX;
 
 const INVALID: u64 = u64::MAX;
 const NIL: u32 = u32::MAX;
+/// The lookup key of an entry is `tag ^ (k << KEY_SHIFT)`, `k` = log2(entry pages).
+const KEY_SHIFT: u32 = 58;
+/// `shift` value that no entry has (the complete-subblock shift of other formats).
+const NO_SHIFT: u8 = u8::MAX;
+
+#[inline(always)]
+fn key_of(tag: u64, k: u32) -> u64 {
+    tag ^ ((k as u64) << KEY_SHIFT)
+}
+
+/// Mask of the low `n` bits (`n` <= 64).
+#[inline(always)]
+fn low_bits(n: u32) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// True if an entry with this payload translates its base page number `idx` (offset in the entry).
+#[inline(always)]
+fn translates(data: &TlbData, idx: u64) -> bool {
+    data.valid == 0 || (idx < 64 && (data.valid >> idx) & 1 != 0)
+}
 
 /// Shape and policy of one TLB structure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +97,38 @@ pub struct Geometry {
     pub policy: Policy,
     /// Seed of the random policy.
     pub seed: u64,
+}
+
+/// The entry format of a TLB (talluri95 §4.1, Figure 6). See the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Base-page entries only.
+    #[default]
+    Single,
+    /// Entries of any power-of-two size of at least the base page, mixed in one TLB.
+    Superpage,
+    /// Block entries: one tag per aligned block of `block_pages` base pages, one frame (pages
+    /// properly placed), a valid bit per base page.
+    PartialSubblock {
+        /// Base pages per block: a power of two, 2..=64.
+        block_pages: u32,
+    },
+    /// Block entries: one tag per aligned block of `block_pages` base pages, a frame and a valid
+    /// bit per base page.
+    CompleteSubblock {
+        /// Base pages per block: a power of two, 2..=64.
+        block_pages: u32,
+    },
+}
+
+impl Format {
+    /// Base pages per block of the subblock formats; `None` for the others.
+    pub fn block_pages(self) -> Option<u32> {
+        match self {
+            Format::Single | Format::Superpage => None,
+            Format::PartialSubblock { block_pages } | Format::CompleteSubblock { block_pages } => Some(block_pages),
+        }
+    }
 }
 
 /// Why a geometry cannot be built. The caller adds the config key.
@@ -60,12 +148,16 @@ pub enum GeometryError {
     /// Tree-PLRU needs a power-of-two number of ways.
     #[error("policy \"plru\" needs a power-of-two number of ways, got {0}")]
     PlruWays(u32),
+    /// A subblock format's `block_pages` is not a power of two between 2 and 64.
+    #[error("block_pages must be a power of two between 2 and 64, got {0}")]
+    BlockPages(u32),
 }
 
 /// What a TLB entry translates to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TlbData {
-    /// Frame of the first base page of the entry's page.
+    /// Frame of the first base page of the entry's page (0 in complete-subblock entries, whose
+    /// frames are per page: see [`Tlb::translations`]).
     pub pfn: u64,
     /// log2 of the entry's page size.
     pub shift: u8,
@@ -85,10 +177,21 @@ pub struct TlbEntry {
     pub data: TlbData,
 }
 
+/// What a fill did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Fill {
+    /// The valid entry replaced to make room, if any.
+    pub evicted: Option<TlbEntry>,
+    /// True if an existing block entry was updated in place (a complete-subblock *subblock
+    /// miss*, or a partial-subblock valid-vector update): no entry was allocated.
+    pub merged: bool,
+}
+
 /// One entry's storage.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    tag: u64,
+    /// `key_of(tag, k)`, INVALID when empty.
+    key: u64,
     data: TlbData,
     asid: u32,
 }
@@ -97,10 +200,11 @@ struct Slot {
 #[derive(Clone, Debug)]
 pub struct Tlb {
     geometry: Geometry,
+    format: Format,
     sets: u32,
-    /// Page sizes this TLB holds, smallest first (one until superpages are configured).
-    sizes: Vec<PageSize>,
-    /// Every slot's tag (INVALID when empty), ASID and payload, `sets * ways` of them.
+    /// The base page size.
+    base: PageSize,
+    /// Every slot's key (INVALID when empty), ASID and payload, `sets * ways` of them.
     slots: Vec<Slot>,
     /// Per-set list of ways: head is most recently inserted (FIFO) / used (LRU); invalid at tail.
     order: Order,
@@ -109,22 +213,39 @@ pub struct Tlb {
     policy: PolicyState,
     index: Option<Index>,
     globals: u32,
+    /// Valid entries per size (index k: entries of 2^k base pages).
+    size_count: [u32; 64],
+    /// Bit k set when `size_count[k] > 0`.
+    present: u64,
+    /// Valid entries with a valid vector (block entries).
+    blocks: u32,
+    /// Shift of complete-subblock block entries (`NO_SHIFT` in other formats).
+    cs_shift: u8,
+    /// log2(block_pages) of the subblock formats (0 otherwise).
+    block_log: u32,
+    /// Per-page frames of complete-subblock entries, `block_pages` per slot.
+    frames: Vec<u64>,
     /// The recent-hit filter: see [`Filter`].
     filter: Filter,
 }
 
 /// The two most recently hit translations, answered without touching the arrays.
 ///
-/// A hit through the filter changes no replacement state at once: under FIFO and random hits
-/// change nothing anyway, and under LRU and tree-PLRU the filter remembers the hit as *pending*
-/// with its time. Before anything else looks at or changes the replacement state (a hit on
-/// another entry, an insertion, an invalidation), [`Tlb::commit`] replays the pending hits in
-/// the order they happened. Every operation between two commits is a filter hit, so the replay
-/// gives exactly the state that updating on every hit would have given: under LRU the pending
-/// entries are the most recent of all and go to the head in time order; under tree-PLRU an
-/// access sets the bits on its own path only, so replaying the last access of each entry in
-/// time order leaves the same bits. NRU, whose reference bits can be cleared by another entry's
-/// hit, uses one filter entry and drops it on every insertion.
+/// The filter is keyed by the exact base VPN and ASID of a lookup and caches the slot that
+/// answered it and the data returned. A hit through the filter changes no replacement state at
+/// once: under FIFO and random hits change nothing anyway, and under LRU and tree-PLRU the filter
+/// remembers the hit as *pending* with its time. Before anything else looks at or changes the
+/// replacement state (a hit on another entry, an insertion, a merge, an invalidation),
+/// [`Tlb::commit`] replays the pending hits in the order they happened. Every operation between
+/// two commits is a filter hit, so the replay gives exactly the state that updating on every hit
+/// would have given: under LRU the pending entries are the most recent of all and go to the head
+/// in time order; under tree-PLRU an access sets the bits on its own path only, so replaying the
+/// last access of each entry in time order leaves the same bits. NRU, whose reference bits can be
+/// cleared by another entry's hit, uses one filter entry and drops it on every insertion or merge.
+///
+/// A filter entry is dropped when its slot is evicted or invalidated, and when a new or merged
+/// entry comes to cover its VPN (the answer might change); a merge into its own slot refreshes the
+/// cached data (bits are only added).
 #[derive(Clone, Copy, Debug)]
 struct Filter {
     tag: [u64; 2],
@@ -154,15 +275,20 @@ impl Filter {
         }
     }
 
+    #[inline(always)]
+    fn drop_entry(&mut self, i: usize) {
+        self.tag[i] = INVALID;
+        self.slot[i] = NIL;
+        self.pending[i] = 0;
+        self.used[i] = 0;
+    }
+
     /// Forgets every entry that points at `slot`.
     #[inline(always)]
     fn drop_slot(&mut self, slot: u32) {
         for i in 0..2 {
             if self.slot[i] == slot {
-                self.tag[i] = INVALID;
-                self.slot[i] = NIL;
-                self.pending[i] = 0;
-                self.used[i] = 0;
+                self.drop_entry(i);
             }
         }
     }
@@ -176,8 +302,13 @@ impl Filter {
 }
 
 impl Tlb {
-    /// Builds an empty TLB holding pages of `page_size`.
+    /// Builds an empty TLB of base-page entries ([`Format::Single`]) holding pages of `page_size`.
     pub fn new(geometry: Geometry, page_size: PageSize) -> Result<Tlb, GeometryError> {
+        Tlb::with_format(geometry, page_size, Format::Single)
+    }
+
+    /// Builds an empty TLB with entries of `format` over base pages of `page_size`.
+    pub fn with_format(geometry: Geometry, page_size: PageSize, format: Format) -> Result<Tlb, GeometryError> {
         let Geometry { entries, ways, policy, seed } = geometry;
         if entries == 0 {
             return Err(GeometryError::ZeroEntries);
@@ -188,18 +319,36 @@ impl Tlb {
         if policy == Policy::Plru && !ways.is_power_of_two() {
             return Err(GeometryError::PlruWays(ways));
         }
+        let block_pages = format.block_pages().unwrap_or(1);
+        if format.block_pages().is_some() && !(block_pages.is_power_of_two() && (2..=64).contains(&block_pages)) {
+            return Err(GeometryError::BlockPages(block_pages));
+        }
+        let block_log = block_pages.trailing_zeros();
+        let (cs_shift, frames) = match format {
+            Format::CompleteSubblock { .. } => {
+                ((page_size.shift() + block_log) as u8, vec![0; entries as usize * block_pages as usize])
+            }
+            _ => (NO_SHIFT, Vec::new()),
+        };
         let sets = entries / ways;
         let n = entries as usize;
         Ok(Tlb {
             geometry,
+            format,
             sets,
-            sizes: vec![page_size],
-            slots: vec![Slot { tag: INVALID, asid: 0, data: TlbData::default() }; n],
+            base: page_size,
+            slots: vec![Slot { key: INVALID, asid: 0, data: TlbData::default() }; n],
             order: Order::new(sets, ways),
             set_mask: if sets.is_power_of_two() { sets as u64 - 1 } else { u64::MAX },
             policy: PolicyState::new(policy, sets, ways, seed),
             index: (ways > SCAN_WAYS).then(|| Index::new(entries)),
             globals: 0,
+            size_count: [0; 64],
+            present: 0,
+            blocks: 0,
+            cs_shift,
+            block_log,
+            frames,
             filter: Filter::new(policy),
         })
     }
@@ -209,6 +358,11 @@ impl Tlb {
         self.geometry
     }
 
+    /// The entry format this TLB was built with.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
     /// Number of sets.
     pub fn sets(&self) -> u32 {
         self.sets
@@ -216,7 +370,7 @@ impl Tlb {
 
     /// The base page size of this TLB.
     pub fn page_size(&self) -> PageSize {
-        self.sizes[0]
+        self.base
     }
 
     #[inline(always)]
@@ -238,11 +392,20 @@ impl Tlb {
         }
     }
 
+    /// log2 of the number of base pages an entry with this payload covers.
+    #[inline(always)]
+    fn pages_log(&self, data: &TlbData) -> u32 {
+        (data.shift as u32).saturating_sub(self.base.shift())
+    }
+
     /// Looks up base page `vpn` of `asid` (VPN in units of the TLB's base page size). On a hit,
-    /// updates the replacement state and returns the entry's data.
+    /// updates the replacement state and returns the translation: the entry's own data (frame of
+    /// its first base page, shift, valid vector) or, for a complete-subblock entry, a base-page
+    /// translation of `vpn`. [`frame_of`] gives `vpn`'s frame in every case, and the data can be
+    /// [`Tlb::insert`]ed into another TLB.
     ///
-    /// The repeated hit on the previous slot (most references of real programs) is answered
-    /// inline without touching the arrays; everything else goes through an out-of-line path.
+    /// The repeated hit on a recent page (most references of real programs) is answered inline
+    /// without touching the arrays; everything else goes through an out-of-line path.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
         let f = &mut self.filter;
@@ -259,26 +422,43 @@ impl Tlb {
 
     #[inline(never)]
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        let tag = vpn.0;
-        let slot = self.find(asid.0, tag)?;
+        let slot = self.find(asid.0, vpn.0)?;
         self.commit();
-        let set = self.set_of_slot(slot);
-        match &mut self.policy {
-            PolicyState::Lru => self.order.move_to_head(set, slot),
-            p => p.on_hit(set, slot - set * self.geometry.ways),
-        }
-        let data = self.slots[slot as usize].data;
+        self.touch(slot);
+        let data = self.data_for(slot, vpn.0);
         // Replace the less recently used filter entry (the only one under NRU).
         let f = &mut self.filter;
         let i = if f.width == 1 || f.used[0] <= f.used[1] { 0 } else { 1 };
         f.clock += 1;
-        f.tag[i] = tag;
+        f.tag[i] = vpn.0;
         f.asid[i] = asid.0;
         f.slot[i] = slot;
         f.data[i] = data;
         f.used[i] = f.clock;
         f.pending[i] = 0;
         Some(data)
+    }
+
+    /// A use of `slot` (hit or merge) for the replacement policy. The caller has committed.
+    #[inline(always)]
+    fn touch(&mut self, slot: u32) {
+        let set = self.set_of_slot(slot);
+        match &mut self.policy {
+            PolicyState::Lru => self.order.move_to_head(set, slot),
+            p => p.on_hit(set, slot - set * self.geometry.ways),
+        }
+    }
+
+    /// The translation a hit on `vpn` in `slot` returns.
+    #[inline(always)]
+    fn data_for(&self, slot: u32, vpn: u64) -> TlbData {
+        let data = self.slots[slot as usize].data;
+        if data.shift != self.cs_shift {
+            return data;
+        }
+        let bp = 1usize << self.block_log;
+        let i = slot as usize * bp + (vpn as usize & (bp - 1));
+        TlbData { pfn: self.frames[i], shift: self.base.shift() as u8, valid: 0 }
     }
 
     /// Replays the hits the filter answered since the last commit (see [`Filter`]).
@@ -304,43 +484,103 @@ impl Tlb {
         self.filter.pending = [0; 2];
     }
 
-    /// Looks for the translation without changing any replacement state.
+    /// The entry translating base page `vpn` of `asid`, without changing any replacement state.
     pub fn probe(&self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
         self.find(asid.0, vpn.0).map(|s| self.entry(s))
     }
 
+    /// The slot translating `vpn`: smallest size first, own ASID before [`GLOBAL`].
     #[inline(always)]
-    fn find(&self, asid: u32, tag: u64) -> Option<u32> {
-        if let Some(index) = &self.index {
-            if let Some(s) = index.get(tag, asid) {
+    fn find(&self, asid: u32, vpn: u64) -> Option<u32> {
+        let mut sizes = self.present;
+        while sizes != 0 {
+            let k = sizes.trailing_zeros();
+            sizes &= sizes - 1;
+            if let Some(s) = self.find_at(asid, vpn, k) {
                 return Some(s);
-            }
-            if self.globals > 0 {
-                return index.get(tag, GLOBAL);
-            }
-            return None;
-        }
-        let ways = self.geometry.ways as usize;
-        let base = self.set_of(tag) as usize * ways;
-        for (w, s) in self.slots[base..base + ways].iter().enumerate() {
-            if s.tag == tag && (s.asid == asid || s.asid == GLOBAL) {
-                return Some((base + w) as u32);
             }
         }
         None
     }
 
-    fn entry(&self, slot: u32) -> TlbEntry {
-        let s = self.slots[slot as usize];
-        TlbEntry { tag: s.tag, asid: s.asid, data: s.data }
+    /// The slot of size 2^k base pages translating `vpn`, if any.
+    #[inline(always)]
+    fn find_at(&self, asid: u32, vpn: u64, k: u32) -> Option<u32> {
+        let tag = vpn >> k;
+        let key = key_of(tag, k);
+        let idx = vpn & low_bits(k);
+        if let Some(index) = &self.index {
+            if let Some(s) = index.get(key, asid) {
+                if translates(&self.slots[s as usize].data, idx) {
+                    return Some(s);
+                }
+            }
+            if self.globals > 0 {
+                if let Some(s) = index.get(key, GLOBAL) {
+                    if translates(&self.slots[s as usize].data, idx) {
+                        return Some(s);
+                    }
+                }
+            }
+            return None;
+        }
+        let ways = self.geometry.ways as usize;
+        let base = self.set_of(tag) as usize * ways;
+        let mut global = None;
+        for (w, s) in self.slots[base..base + ways].iter().enumerate() {
+            if s.key == key && translates(&s.data, idx) {
+                if s.asid == asid {
+                    return Some((base + w) as u32);
+                }
+                if s.asid == GLOBAL {
+                    global = Some((base + w) as u32);
+                }
+            }
+        }
+        global
     }
 
-    /// Inserts the translation of base page `vpn` for `asid` (or [`GLOBAL`]), choosing a victim
-    /// by the policy (empty ways first). Returns the evicted valid entry, if any. The caller
-    /// makes sure the translation is not already present.
+    /// The slot of the entry of exactly (`asid`, `key`), whatever its valid bits.
+    fn find_exact(&self, asid: u32, tag: u64, key: u64) -> Option<u32> {
+        if let Some(index) = &self.index {
+            return index.get(key, asid);
+        }
+        let ways = self.geometry.ways as usize;
+        let base = self.set_of(tag) as usize * ways;
+        self.slots[base..base + ways].iter().position(|s| s.key == key && s.asid == asid).map(|w| (base + w) as u32)
+    }
+
+    fn entry(&self, slot: u32) -> TlbEntry {
+        let s = self.slots[slot as usize];
+        TlbEntry { tag: key_of(s.key, self.pages_log(&s.data)), asid: s.asid, data: s.data }
+    }
+
+    /// Inserts the translation `data` of base page `vpn` for `asid` (or [`GLOBAL`]), as taken
+    /// from another TLB's lookup or built by the caller: `data.shift` gives the entry's size,
+    /// `data.pfn` the frame of its first base page and a non-zero `data.valid` makes it a block
+    /// entry. Chooses a victim by the policy (empty ways first) and returns the evicted valid
+    /// entry, if any.
+    ///
+    /// A block entry (or, in a complete-subblock TLB, a base or block-sized translation) whose
+    /// tag is already present is merged into the existing entry instead (nothing is evicted).
+    /// Otherwise the caller makes sure the translation is not already present.
     #[inline(always)]
     pub fn insert(&mut self, asid: u32, vpn: Vpn, data: TlbData) -> Option<TlbEntry> {
-        let tag = vpn.0;
+        if data.valid == 0 && self.blocks == 0 && self.cs_shift == NO_SHIFT {
+            // A whole entry and no block entry it could collide with: every base-page TLB.
+            let k = self.pages_log(&data);
+            return self.install(asid, vpn.0 >> k, k, data).1;
+        }
+        self.place(asid, vpn.0, data).evicted
+    }
+
+    /// Installs an entry with `data` in a new slot (tag at its own size 2^k pages); returns the
+    /// slot and the evicted entry.
+    #[inline(always)]
+    fn install(&mut self, asid: u32, tag: u64, k: u32, data: TlbData) -> (u32, Option<TlbEntry>) {
+        let key = key_of(tag, k);
+        debug_assert!(k == 0 || tag < 1 << KEY_SHIFT, "VPN too large for entries of several sizes");
+        debug_assert!(self.find_exact(asid, tag, key).is_none(), "entry already present");
         let set = self.set_of(tag);
         let ways = self.geometry.ways;
         // An insertion reads and changes the replacement state: bring it up to date first.
@@ -350,40 +590,220 @@ impl Tlb {
             self.filter.clear();
         }
         let tail = self.order.tail(set);
-        let slot = if self.slots[tail as usize].tag == INVALID {
+        let slot = if self.slots[tail as usize].key == INVALID {
             tail
         } else {
             set * ways + self.policy.victim(set, tail - set * ways)
         };
         let s = slot as usize;
-        let evicted = if self.slots[s].tag != INVALID {
+        let evicted = if self.slots[s].key != INVALID {
             let old = self.entry(slot);
             self.forget(slot);
             Some(old)
         } else {
             None
         };
-        self.slots[s] = Slot { tag, asid, data };
+        self.slots[s] = Slot { key, asid, data };
         if asid == GLOBAL {
             self.globals += 1;
         }
+        self.size_count[k as usize] += 1;
+        self.present |= 1 << k;
+        self.blocks += (data.valid != 0) as u32;
         if let Some(index) = &mut self.index {
-            index.insert(tag, asid, slot);
+            index.insert(key, asid, slot);
         }
         self.order.move_to_head(set, slot);
         self.policy.on_fill(set, slot - set * ways);
-        evicted
+        self.filter_cover(slot, tag, k);
+        (slot, evicted)
     }
 
-    /// Removes the slot's translation from the index and the last-hit filter (not from the order).
+    /// After `slot` (tag at 2^k pages) was installed or changed: drops the filter entries whose
+    /// VPN it covers and that point elsewhere, and refreshes those that point at it.
+    #[inline(always)]
+    fn filter_cover(&mut self, slot: u32, tag: u64, k: u32) {
+        for i in 0..2 {
+            let v = self.filter.tag[i];
+            if v == INVALID {
+                continue;
+            }
+            if self.filter.slot[i] == slot {
+                let idx = v & low_bits(k);
+                if translates(&self.slots[slot as usize].data, idx) {
+                    self.filter.data[i] = self.data_for(slot, v);
+                } else {
+                    self.filter.drop_entry(i);
+                }
+            } else if v >> k == tag {
+                self.filter.drop_entry(i);
+            }
+        }
+    }
+
+    /// Installs `data` (normalised: `pfn` of the entry's first page) for `vpn`, merging block
+    /// entries into an existing entry of the same tag.
+    fn place(&mut self, asid: u32, vpn: u64, data: TlbData) -> Fill {
+        let base = self.base.shift() as u8;
+        if self.cs_shift != NO_SHIFT && (data.shift == base || data.shift == self.cs_shift) {
+            let bp = 1u32 << self.block_log;
+            let first = vpn & !low_bits(self.block_log);
+            let (valid, pfn0) = if data.shift == base {
+                (1u64 << (vpn - first), data.pfn.wrapping_sub(vpn - first))
+            } else if data.valid == 0 {
+                (low_bits(bp), data.pfn)
+            } else {
+                (data.valid & low_bits(bp), data.pfn)
+            };
+            return self.place_block(asid, vpn, valid, |i| pfn0.wrapping_add(i));
+        }
+        let k = self.pages_log(&data);
+        let tag = vpn >> k;
+        let key = key_of(tag, k);
+        let existing = if data.valid != 0 || self.blocks > 0 { self.find_exact(asid, tag, key) } else { None };
+        if let Some(slot) = existing {
+            // Only a block entry can be there (a whole one would have answered the lookup).
+            self.commit();
+            if self.filter.width == 1 {
+                self.filter.clear();
+            }
+            let old = self.slots[slot as usize].data;
+            self.slots[slot as usize].data = data;
+            self.blocks = self.blocks + (data.valid != 0) as u32 - (old.valid != 0) as u32;
+            let whole = |v: u64| if v == 0 { u64::MAX } else { v };
+            if old.pfn != data.pfn || whole(old.valid) & !whole(data.valid) != 0 {
+                // Not a pure addition of pages: cached answers may be wrong.
+                self.filter.drop_slot(slot);
+            }
+            self.touch(slot);
+            self.filter_cover(slot, tag, k);
+            return Fill { evicted: None, merged: true };
+        }
+        Fill { evicted: self.install(asid, tag, k, data).1, merged: false }
+    }
+
+    /// Complete-subblock: adds the pages of `valid` (frame of page i: `frame(i)`) to the block
+    /// entry of `vpn`'s block, allocating the entry if there is none.
+    fn place_block(&mut self, asid: u32, vpn: u64, valid: u64, frame: impl Fn(u64) -> u64) -> Fill {
+        let b = self.block_log;
+        let bp = 1usize << b;
+        let tag = vpn >> b;
+        let key = key_of(tag, b);
+        let (slot, fill) = match self.find_exact(asid, tag, key) {
+            Some(slot) => {
+                self.commit();
+                if self.filter.width == 1 {
+                    self.filter.clear();
+                }
+                self.slots[slot as usize].data.valid |= valid;
+                self.touch(slot);
+                (slot, Fill { evicted: None, merged: true })
+            }
+            None => {
+                let data = TlbData { pfn: 0, shift: self.cs_shift, valid };
+                let (slot, evicted) = self.install(asid, tag, b, data);
+                (slot, Fill { evicted, merged: false })
+            }
+        };
+        let at = slot as usize * bp;
+        let mut bits = valid;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.frames[at + i] = frame(i as u64);
+        }
+        self.filter_cover(slot, tag, b);
+        fill
+    }
+
+    /// After a miss on base page `vpn` of `asid` (or [`GLOBAL`]): installs the translation of
+    /// `vpn` from its page-table mapping `pte` (`pte.pfn` is the frame of `vpn` itself), as the
+    /// TLB's [`Format`] dictates:
+    /// - `Single`: a base-page entry;
+    /// - `Superpage`: an entry of the superpage's size for a superpage PTE, else a base-page entry;
+    /// - `PartialSubblock`: a block entry for a partial-subblock PTE (its valid vector) or a
+    ///   superpage PTE at least as large as the block (every page valid), else a base-page entry;
+    ///   if the block entry exists, its valid vector (and frame) is replaced in place;
+    /// - `CompleteSubblock`: `vpn`'s frame added to its block entry, allocated if absent.
+    pub fn fill(&mut self, asid: u32, vpn: Vpn, pte: Pte) -> Fill {
+        let base = self.base.shift();
+        let ps = pte.size.shift();
+        let v = vpn.0;
+        let whole =
+            |k: u32| TlbData { pfn: pte.pfn.0.wrapping_sub(v & low_bits(k)), shift: (base + k) as u8, valid: 0 };
+        let data = match self.format {
+            Format::Single => whole(0),
+            Format::Superpage if pte.valid == 0 && ps > base => whole(ps - base),
+            Format::Superpage => whole(0),
+            Format::PartialSubblock { block_pages } => {
+                let b = self.block_log;
+                let block = TlbData {
+                    pfn: pte.pfn.0.wrapping_sub(v & low_bits(b)),
+                    shift: (base + b) as u8,
+                    valid: if pte.valid != 0 { pte.valid & low_bits(block_pages) } else { low_bits(block_pages) },
+                };
+                if (pte.valid != 0 && ps == base + b) || (pte.valid == 0 && ps >= base + b) {
+                    debug_assert!(translates(&block, v & low_bits(b)), "partial-subblock PTE without vpn's bit");
+                    block
+                } else {
+                    whole(0)
+                }
+            }
+            Format::CompleteSubblock { .. } => {
+                let pfn = pte.pfn.0;
+                return self.place_block(asid, v, 1u64 << (v & low_bits(self.block_log)), |_| pfn);
+            }
+        };
+        self.place(asid, v, data)
+    }
+
+    /// After a block miss on base page `vpn` in a complete-subblock TLB with subblock prefetch:
+    /// installs every mapped page of `vpn`'s aligned block at once. `ptes[i]` is the mapping of
+    /// base page `i` of the block (`None`: not mapped); only its `pfn` is used. Never replaces
+    /// more than one entry. In the other formats this is `fill(asid, vpn, ptes[vpn's index])`
+    /// (nothing happens if that is `None`).
+    ///
+    /// # Panics
+    /// In a complete-subblock TLB, if `ptes.len()` is not `block_pages`.
+    pub fn fill_block(&mut self, asid: u32, vpn: Vpn, ptes: &[Option<Pte>]) -> Fill {
+        let Format::CompleteSubblock { block_pages } = self.format else {
+            if ptes.is_empty() {
+                return Fill::default();
+            }
+            return match ptes[(vpn.0 % ptes.len() as u64) as usize] {
+                Some(pte) => self.fill(asid, vpn, pte),
+                None => Fill::default(),
+            };
+        };
+        assert_eq!(ptes.len(), block_pages as usize, "fill_block needs one mapping per page of the block");
+        let mut valid = 0u64;
+        for (i, p) in ptes.iter().enumerate() {
+            if p.is_some() {
+                valid |= 1 << i;
+            }
+        }
+        if valid == 0 {
+            return Fill::default();
+        }
+        self.place_block(asid, vpn.0, valid, |i| ptes[i as usize].map_or(0, |p| p.pfn.0))
+    }
+
+    /// Removes the slot's translation from the index, the size counts and the last-hit filter
+    /// (not from the order).
     #[inline(always)]
     fn forget(&mut self, slot: u32) {
         let s = slot as usize;
         if let Some(index) = &mut self.index {
-            index.remove(self.slots[s].tag, self.slots[s].asid);
+            index.remove(self.slots[s].key, self.slots[s].asid);
         }
         if self.slots[s].asid == GLOBAL {
             self.globals -= 1;
+        }
+        let k = self.pages_log(&self.slots[s].data) as usize;
+        self.blocks -= (self.slots[s].data.valid != 0) as u32;
+        self.size_count[k] -= 1;
+        if self.size_count[k] == 0 {
+            self.present &= !(1 << k);
         }
         self.filter.drop_slot(slot);
     }
@@ -392,28 +812,39 @@ impl Tlb {
         self.commit();
         self.forget(slot);
         let s = slot as usize;
-        self.slots[s].tag = INVALID;
+        self.slots[s].key = INVALID;
         let set = self.set_of_slot(slot);
         self.policy.on_invalidate(set, slot - set * self.geometry.ways);
         self.order.move_to_tail(set, slot);
     }
 
-    /// Invalidates every entry of `asid` (not global ones) whose base pages intersect
-    /// `[first, last]` (VPNs at the base page size); returns how many were removed.
+    /// Invalidates, each as a whole, every entry of `asid` (exactly: global entries only when
+    /// `asid` is [`GLOBAL`]) that translates a base page in `[first, last]` (VPNs at the base
+    /// page size; block entries: pages whose valid bit is set); returns how many were removed.
     pub fn invalidate_range(&mut self, asid: Asid, first: Vpn, last: Vpn) -> u64 {
         let mut n = 0;
         for slot in 0..self.slots.len() as u32 {
-            let s = slot as usize;
-            if self.slots[s].tag == INVALID || self.slots[s].asid != asid.0 {
+            let s = self.slots[slot as usize];
+            if s.key == INVALID || s.asid != asid.0 {
                 continue;
             }
-            let k = (self.slots[s].data.shift as u32).saturating_sub(self.sizes[0].shift());
-            let lo = self.slots[s].tag << k;
-            let hi = lo + (1u64 << k) - 1;
-            if lo <= last.0 && hi >= first.0 {
-                self.invalidate_slot(slot);
-                n += 1;
+            let k = self.pages_log(&s.data);
+            let lo = key_of(s.key, k) << k;
+            let hi = lo + low_bits(k);
+            if lo > last.0 || hi < first.0 {
+                continue;
             }
+            if s.data.valid != 0 {
+                // Offsets in the entry of the pages in range: a..=z (< 64 for block entries).
+                let a = first.0.max(lo) - lo;
+                let z = last.0.min(hi) - lo;
+                let in_range = if a >= 64 { 0 } else { low_bits(z.min(63) as u32 + 1) & !low_bits(a as u32) };
+                if s.data.valid & in_range == 0 {
+                    continue;
+                }
+            }
+            self.invalidate_slot(slot);
+            n += 1;
         }
         n
     }
@@ -432,7 +863,7 @@ impl Tlb {
         let mut n = 0;
         for slot in 0..self.slots.len() as u32 {
             let s = slot as usize;
-            if self.slots[s].tag != INVALID && f(self.slots[s].asid) {
+            if self.slots[s].key != INVALID && f(self.slots[s].asid) {
                 self.invalidate_slot(slot);
                 n += 1;
             }
@@ -442,12 +873,36 @@ impl Tlb {
 
     /// Valid entries currently held.
     pub fn occupancy(&self) -> u32 {
-        self.slots.iter().filter(|s| s.tag != INVALID).count() as u32
+        self.slots.iter().filter(|s| s.key != INVALID).count() as u32
     }
 
-    /// All valid entries (for tests and debugging; allocates).
+    /// All valid entries (for tests and debugging; allocates). Complete-subblock entries have
+    /// `data.pfn == 0`: their frames are per page (see [`Tlb::translations`]).
     pub fn entries(&self) -> Vec<TlbEntry> {
-        (0..self.slots.len() as u32).filter(|&s| self.slots[s as usize].tag != INVALID).map(|s| self.entry(s)).collect()
+        (0..self.slots.len() as u32).filter(|&s| self.slots[s as usize].key != INVALID).map(|s| self.entry(s)).collect()
+    }
+
+    /// Every base page every valid entry translates, as (ASID or [`GLOBAL`], VPN, frame), in
+    /// slot order (for consistency checks; allocates one item per base page, so a huge
+    /// superpage entry gives many).
+    pub fn translations(&self) -> Vec<(u32, Vpn, Pfn)> {
+        let mut out = Vec::new();
+        for slot in 0..self.slots.len() as u32 {
+            let s = self.slots[slot as usize];
+            if s.key == INVALID {
+                continue;
+            }
+            let k = self.pages_log(&s.data);
+            let first = key_of(s.key, k) << k;
+            for i in 0..=low_bits(k) {
+                if translates(&s.data, i) {
+                    let vpn = first + i;
+                    let pfn = frame_of(self.data_for(slot, vpn), Vpn(vpn), self.base);
+                    out.push((s.asid, Vpn(vpn), pfn));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -528,7 +983,7 @@ impl Order {
     }
 }
 
-/// Open-addressing (linear probing, backward-shift deletion) map from (tag, ASID) to slot, one
+/// Open-addressing (linear probing, backward-shift deletion) map from (key, ASID) to slot, one
 /// 16-byte cell per entry so a probe touches one cache line. The capacity is a power of two and
 /// every position is reduced with `len - 1`, so the compiler can see each index is in bounds.
 #[derive(Clone, Debug)]
@@ -622,11 +1077,12 @@ impl Index {
     }
 }
 
-/// Frame of base page `vpn` given a TLB hit's data (for entries larger than the base page).
+/// Frame of base page `vpn` given a TLB hit's data (any entry format: for block entries the
+/// pages are properly placed, and complete-subblock lookups return base-page translations).
 #[inline(always)]
 pub fn frame_of(data: TlbData, vpn: Vpn, base: PageSize) -> Pfn {
     let k = data.shift as u32 - base.shift();
-    Pfn(data.pfn + (vpn.0 & ((1u64 << k) - 1)))
+    Pfn(data.pfn + (vpn.0 & low_bits(k)))
 }
 
 #[cfg(test)]
@@ -750,5 +1206,193 @@ mod tests {
             }
             model.insert(0, v);
         }
+    }
+
+    fn ftlb(entries: u32, ways: u32, format: Format) -> Tlb {
+        Tlb::with_format(Geometry { entries, ways, policy: Policy::Lru, seed: 1 }, PageSize::SIZE_4K, format).unwrap()
+    }
+
+    fn size(pages: u64) -> PageSize {
+        PageSize::from_bytes(4096 * pages).unwrap()
+    }
+
+    fn base_pte(pfn: u64) -> Pte {
+        Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
+    }
+
+    #[test]
+    fn rejects_bad_block_pages() {
+        let g = Geometry { entries: 8, ways: 8, policy: Policy::Lru, seed: 0 };
+        for bp in [0, 1, 3, 12, 128] {
+            for f in [Format::PartialSubblock { block_pages: bp }, Format::CompleteSubblock { block_pages: bp }] {
+                assert_eq!(Tlb::with_format(g, PageSize::SIZE_4K, f).unwrap_err(), GeometryError::BlockPages(bp));
+            }
+        }
+        for bp in [2, 16, 64] {
+            let t = Tlb::with_format(g, PageSize::SIZE_4K, Format::CompleteSubblock { block_pages: bp }).unwrap();
+            assert_eq!(t.format(), Format::CompleteSubblock { block_pages: bp });
+        }
+        assert_eq!(Tlb::new(g, PageSize::SIZE_4K).unwrap().format(), Format::Single);
+    }
+
+    #[test]
+    fn single_fills_base_entries_from_any_pte() {
+        for entries in [8, 64] {
+            let mut t = ftlb(entries, entries, Format::Single);
+            // A 16-page superpage PTE for vpn 0x35 (frame of vpn itself: 0x1005).
+            let f = t.fill(3, Vpn(0x35), Pte { pfn: Pfn(0x1005), size: size(16), valid: 0 });
+            assert_eq!(f, Fill { evicted: None, merged: false });
+            assert_eq!(t.lookup(Asid(3), Vpn(0x35)), Some(TlbData { pfn: 0x1005, shift: 12, valid: 0 }));
+            assert!(t.lookup(Asid(3), Vpn(0x34)).is_none());
+            // A partial-subblock PTE also gives a base entry.
+            t.fill(3, Vpn(0x42), Pte { pfn: Pfn(0x2002), size: size(4), valid: 0b0101 });
+            assert!(t.lookup(Asid(3), Vpn(0x40)).is_none());
+            assert_eq!(t.translations(), vec![(3, Vpn(0x35), Pfn(0x1005)), (3, Vpn(0x42), Pfn(0x2002))]);
+        }
+    }
+
+    #[test]
+    fn superpage_entries_of_mixed_sizes() {
+        for (entries, ways) in [(8, 8), (8, 2), (64, 64)] {
+            let mut t = ftlb(entries, ways, Format::Superpage);
+            // 16-page superpage at vpn 0x30..0x3f, frames 0x1000..; miss on 0x35.
+            t.fill(1, Vpn(0x35), Pte { pfn: Pfn(0x1005), size: size(16), valid: 0 });
+            let e = t.probe(Asid(1), Vpn(0x3f)).unwrap();
+            assert_eq!(e, TlbEntry { tag: 3, asid: 1, data: TlbData { pfn: 0x1000, shift: 16, valid: 0 } });
+            for v in 0x30..0x40 {
+                let d = t.lookup(Asid(1), Vpn(v)).unwrap();
+                assert_eq!(frame_of(d, Vpn(v), PageSize::SIZE_4K), Pfn(0x1000 + v - 0x30));
+            }
+            assert!(t.lookup(Asid(1), Vpn(0x40)).is_none());
+            assert!(t.lookup(Asid(2), Vpn(0x30)).is_none());
+            // A partial-subblock PTE is a base entry here; a base entry sits beside the superpage.
+            t.fill(1, Vpn(0x41), Pte { pfn: Pfn(0x501), size: size(4), valid: 0b11 });
+            assert_eq!(t.probe(Asid(1), Vpn(0x41)).unwrap().data.shift, 12);
+            assert!(t.lookup(Asid(1), Vpn(0x40)).is_none());
+            assert_eq!(t.occupancy(), 2);
+            assert_eq!(t.translations().len(), 17);
+            // Invalidating one page removes the whole superpage.
+            assert_eq!(t.invalidate_range(Asid(1), Vpn(0x3a), Vpn(0x3a)), 1);
+            assert!(t.lookup(Asid(1), Vpn(0x30)).is_none());
+            assert!(t.lookup(Asid(1), Vpn(0x41)).is_some());
+        }
+    }
+
+    #[test]
+    fn partial_subblock_fill_rules() {
+        for entries in [8, 64] {
+            let mut t = ftlb(entries, entries, Format::PartialSubblock { block_pages: 4 });
+            // Block 0x10 (vpn 0x40..0x43), pages 0 and 2 mapped, block frame 0x800.
+            let f = t.fill(0, Vpn(0x42), Pte { pfn: Pfn(0x802), size: size(4), valid: 0b0101 });
+            assert!(!f.merged && f.evicted.is_none());
+            assert_eq!(t.lookup(Asid(0), Vpn(0x40)), Some(TlbData { pfn: 0x800, shift: 14, valid: 0b0101 }));
+            assert!(t.lookup(Asid(0), Vpn(0x41)).is_none());
+            // Page 1 faulted in since: the entry's vector is updated in place.
+            let f = t.fill(0, Vpn(0x41), Pte { pfn: Pfn(0x801), size: size(4), valid: 0b0111 });
+            assert_eq!(f, Fill { evicted: None, merged: true });
+            assert_eq!(t.occupancy(), 1);
+            // The filter held page 0: its cached data follows the update.
+            assert_eq!(t.lookup(Asid(0), Vpn(0x40)).unwrap().valid, 0b0111);
+            assert_eq!(frame_of(t.lookup(Asid(0), Vpn(0x41)).unwrap(), Vpn(0x41), PageSize::SIZE_4K), Pfn(0x801));
+            assert!(t.lookup(Asid(0), Vpn(0x43)).is_none());
+            // A superpage at least as large as the block gives a full block entry.
+            t.fill(0, Vpn(0x85), Pte { pfn: Pfn(0x905), size: size(8), valid: 0 });
+            assert_eq!(t.probe(Asid(0), Vpn(0x86)).unwrap().data, TlbData { pfn: 0x904, shift: 14, valid: 0b1111 });
+            assert!(t.probe(Asid(0), Vpn(0x81)).is_none());
+            // A base PTE and a smaller superpage give base entries.
+            t.fill(0, Vpn(0x90), base_pte(7));
+            t.fill(0, Vpn(0xa1), Pte { pfn: Pfn(0x31), size: size(2), valid: 0 });
+            assert_eq!(t.probe(Asid(0), Vpn(0xa1)).unwrap().data, TlbData { pfn: 0x31, shift: 12, valid: 0 });
+            assert!(t.probe(Asid(0), Vpn(0xa0)).is_none());
+            // Invalidation of an unmapped page of a block entry leaves it; a mapped one removes it.
+            assert_eq!(t.invalidate_range(Asid(0), Vpn(0x43), Vpn(0x43)), 0);
+            assert_eq!(t.invalidate_range(Asid(0), Vpn(0x43), Vpn(0x44)), 0);
+            assert_eq!(t.invalidate_range(Asid(0), Vpn(0x3f), Vpn(0x40)), 1);
+            assert!(t.lookup(Asid(0), Vpn(0x41)).is_none());
+        }
+    }
+
+    #[test]
+    fn complete_subblock_block_and_subblock_misses() {
+        for entries in [2, 64] {
+            let mut t = ftlb(entries, entries, Format::CompleteSubblock { block_pages: 4 });
+            assert!(!t.fill(0, Vpn(0x41), base_pte(77)).merged); // block miss
+            assert_eq!(t.lookup(Asid(0), Vpn(0x41)), Some(TlbData { pfn: 77, shift: 12, valid: 0 }));
+            assert!(t.lookup(Asid(0), Vpn(0x42)).is_none());
+            let f = t.fill(0, Vpn(0x42), Pte { pfn: Pfn(5), size: size(4), valid: 0b0110 });
+            assert_eq!(f, Fill { evicted: None, merged: true }); // subblock miss
+            assert_eq!(t.lookup(Asid(0), Vpn(0x42)), Some(TlbData { pfn: 5, shift: 12, valid: 0 }));
+            assert_eq!(t.probe(Asid(0), Vpn(0x41)).unwrap().data, TlbData { pfn: 0, shift: 14, valid: 0b0110 });
+            assert_eq!(t.translations(), vec![(0, Vpn(0x41), Pfn(77)), (0, Vpn(0x42), Pfn(5))]);
+            // Prefetch: one block miss loads every mapped page, one entry.
+            let ptes = [Some(base_pte(10)), None, Some(base_pte(30)), Some(base_pte(40))];
+            let f = t.fill_block(0, Vpn(0x82), &ptes);
+            assert!(!f.merged);
+            assert_eq!(t.occupancy(), 2.min(entries));
+            for (v, pfn) in [(0x80, 10), (0x82, 30), (0x83, 40)] {
+                assert_eq!(t.lookup(Asid(0), Vpn(v)).map(|d| d.pfn), Some(pfn));
+            }
+            assert!(t.lookup(Asid(0), Vpn(0x81)).is_none());
+            // Page 1 mapped later: a subblock miss that merges.
+            let ptes = [Some(base_pte(10)), Some(base_pte(20)), Some(base_pte(30)), Some(base_pte(40))];
+            assert!(t.fill_block(0, Vpn(0x81), &ptes).merged);
+            assert_eq!(t.lookup(Asid(0), Vpn(0x81)).map(|d| d.pfn), Some(20));
+        }
+    }
+
+    #[test]
+    fn complete_subblock_insert_merges_base_translations() {
+        let mut t = ftlb(4, 4, Format::CompleteSubblock { block_pages: 8 });
+        assert!(t.insert(0, Vpn(9), TlbData { pfn: 90, shift: 12, valid: 0 }).is_none());
+        t.insert(0, Vpn(10), TlbData { pfn: 100, shift: 12, valid: 0 });
+        assert_eq!(t.occupancy(), 1);
+        // A partial-subblock translation of the next block: frames block_pfn + i.
+        t.insert(0, Vpn(17), TlbData { pfn: 200, shift: 15, valid: 0b1010 });
+        assert_eq!(
+            t.translations(),
+            vec![(0, Vpn(9), Pfn(90)), (0, Vpn(10), Pfn(100)), (0, Vpn(17), Pfn(201)), (0, Vpn(19), Pfn(203))]
+        );
+    }
+
+    #[test]
+    fn block_entries_from_insert_merge_with_same_tag() {
+        // A single-format L1 receiving partial-subblock and superpage data from an L2.
+        for entries in [4, 64] {
+            let mut t = ftlb(entries, entries, Format::Single);
+            t.insert(0, Vpn(0x40), TlbData { pfn: 0x800, shift: 14, valid: 0b0001 });
+            assert!(t.lookup(Asid(0), Vpn(0x41)).is_none());
+            assert!(t.insert(0, Vpn(0x41), TlbData { pfn: 0x800, shift: 14, valid: 0b0011 }).is_none());
+            assert_eq!(t.occupancy(), 1);
+            assert!(t.lookup(Asid(0), Vpn(0x41)).is_some());
+            // A superpage of the block's size replaces the block entry.
+            t.insert(0, Vpn(0x42), TlbData { pfn: 0x800, shift: 14, valid: 0 });
+            assert_eq!(t.occupancy(), 1);
+            assert!(t.lookup(Asid(0), Vpn(0x43)).is_some());
+        }
+    }
+
+    #[test]
+    fn smallest_entry_answers_and_filter_follows() {
+        // A base entry and a superpage entry both translate vpn 0x31: the base one answers, also
+        // when the superpage was cached in the filter first.
+        for entries in [8, 64] {
+            let mut t = ftlb(entries, entries, Format::Superpage);
+            t.fill(0, Vpn(0x30), Pte { pfn: Pfn(0x100), size: size(16), valid: 0 });
+            assert_eq!(t.lookup(Asid(0), Vpn(0x31)).unwrap().shift, 16);
+            t.insert(0, Vpn(0x31), TlbData { pfn: 0x555, shift: 12, valid: 0 });
+            assert_eq!(t.lookup(Asid(0), Vpn(0x31)).unwrap().pfn, 0x555);
+            assert_eq!(t.probe(Asid(0), Vpn(0x31)).unwrap().data.shift, 12);
+        }
+    }
+
+    #[test]
+    fn merge_counts_as_use_under_lru() {
+        // 2-entry LRU partial TLB: A (block 0), B (block 1); a merge into A makes B the victim.
+        let mut t = ftlb(2, 2, Format::PartialSubblock { block_pages: 4 });
+        t.fill(0, Vpn(0), Pte { pfn: Pfn(0x10), size: size(4), valid: 0b1 });
+        t.fill(0, Vpn(4), Pte { pfn: Pfn(0x20), size: size(4), valid: 0b1 });
+        assert!(t.fill(0, Vpn(1), Pte { pfn: Pfn(0x11), size: size(4), valid: 0b11 }).merged);
+        let f = t.fill(0, Vpn(8), Pte { pfn: Pfn(0x30), size: size(4), valid: 0b1 });
+        assert_eq!(f.evicted.map(|e| e.tag), Some(1));
     }
 }
