@@ -96,9 +96,10 @@ pub fn linear_lines(r: f64, m: f64) -> f64 {
 /// Multi-level linear, size: "Σ_{i=1,nlevels} 4KB × Nactive(pb_i)", `pb_i = 2^(9i)`.
 ///
 /// `nactive[i-1]` is `Nactive(pb_i)` for level `i` (leaf first), every node a page of
-/// `page_bytes`. Generalised for a wired root wider than a page (fewer levels than the
-/// minimum tree): the top level's nodes take `root_bytes` (= `page_bytes` in the paper's
-/// minimum-height tree).
+/// `page_bytes`; the top level is the wired root, covering the whole VPN space (so its
+/// `Nactive` is the number of processes). Generalised for a root wider than a page (fewer
+/// levels than the minimum tree): the top level's node takes `root_bytes` (= `page_bytes` in
+/// the paper's minimum-height tree).
 pub fn linear_size(page_bytes: u64, root_bytes: u64, nactive: &[u64]) -> u64 {
     let Some((top, below)) = nactive.split_last() else { return 0 };
     below.iter().map(|n| page_bytes * n).sum::<u64>() + root_bytes * top
@@ -128,7 +129,7 @@ pub fn forward_mapped_size(pte_bytes: u64, levels: &[(u64, u64)]) -> u64 {
 }
 
 /// Hashed, lines per TLB miss: "1 + α/2", α = Nactive(1)/#buckets: the PTEs a successful search
-/// probes on average, assuming uniform hashing ([Knut68]).
+/// probes on average, assuming uniform hashing (Knuth, cited by talluri95).
 pub fn hashed_lines(alpha: f64) -> f64 {
     1.0 + alpha / 2.0
 }
@@ -422,7 +423,9 @@ pub fn evaluate(
             let root_bytes = ((1u64 << top_bits) * pte_bytes).max(page);
             let mut counts = Vec::with_capacity(nlevels as usize);
             for i in 1..=nlevels {
-                let v = na(b * i);
+                // The wired root covers the whole VPN space (pb_top = 2^(9·nlevels) in the
+                // paper's minimum tree, the same regions; more with a root wider than a page).
+                let v = na(if i == nlevels { vpn_bits } else { b * i });
                 inputs.nactive.push(v);
                 counts.push(v.regions);
             }

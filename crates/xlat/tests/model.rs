@@ -14,9 +14,12 @@ fn cfg(kind: Kind, va_bits: u32, levels: Option<u32>) -> PageTableConfig {
     PageTableConfig { kind, va_bits, levels, line_bytes: 256, ..PageTableConfig::default() }
 }
 
-/// The tables the size check covers: 4- and 7-level radix, 4- and 6-level linear, a radix table
-/// with uneven levels, hashed, and clustered tables with s = 16 and s = 4.
+/// The tables the size check covers: 4-level (48- and 64-bit) and 7-level radix, a radix table
+/// with uneven levels, 4- and 6-level linear, a 3-level linear table (wired root wider than a
+/// page), hashed, and clustered tables with s = 16 and s = 4.
 fn configs() -> Vec<(&'static str, PageTableConfig)> {
+    let mut wide4 = cfg(Kind::Radix, 64, Some(4));
+    wide4.bits_per_level = Some(BitsPerLevel::Uniform(13));
     let mut uneven = cfg(Kind::Radix, 48, None);
     uneven.bits_per_level = Some(BitsPerLevel::PerLevel(vec![6, 10, 12, 8]));
     let mut s4 = cfg(Kind::Clustered, 64, None);
@@ -26,9 +29,11 @@ fn configs() -> Vec<(&'static str, PageTableConfig)> {
     vec![
         ("radix 4-level", cfg(Kind::Radix, 48, None)),
         ("radix 7-level 64-bit", cfg(Kind::Radix, 64, Some(7))),
+        ("radix 4-level 64-bit", wide4),
         ("radix uneven", uneven),
         ("linear 4-level", cfg(Kind::Linear, 48, None)),
         ("linear 6-level 64-bit", cfg(Kind::Linear, 64, None)),
+        ("linear 3-level", cfg(Kind::Linear, 48, Some(3))),
         ("hashed", cfg(Kind::Hashed, 64, None)),
         ("clustered s=16", cfg(Kind::Clustered, 64, None)),
         ("clustered s=4", s4),
