@@ -11,6 +11,7 @@ use xlat::engine::{self, RunOptions, System};
 use xlat::report::{self, ReportInput};
 use xlat::trace::{self, Format, TraceReader};
 
+mod model_cmd;
 mod reproduce_cmd;
 mod snapshot_cmd;
 mod trace_cmd;
@@ -40,6 +41,8 @@ enum Command {
     Presets(PresetsArgs),
     /// Record the mapped regions and resident pages of a process tree (at peak RSS, or now).
     Snapshot(snapshot_cmd::SnapshotArgs),
+    /// talluri95's Table 2 formulas beside the simulated page tables built from the same pages.
+    Model(model_cmd::ModelArgs),
     /// Run a program under a tracer (QEMU plugin or valgrind lackey) and write its references.
     Trace(trace_cmd::TraceArgs),
     /// Build or list the reproducible suite of real programs (`workloads/manifest.toml`).
@@ -239,6 +242,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Gen(a) => cmd_gen(a),
         Command::Presets(a) => cmd_presets(a),
         Command::Snapshot(a) => snapshot_cmd::cmd_snapshot(a),
+        Command::Model(a) => model_cmd::cmd_model(a),
         Command::Trace(a) => trace_cmd::cmd_trace(a),
         Command::Workloads(a) => workloads_cmd::cmd_workloads(a),
         Command::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),

@@ -50,6 +50,7 @@ pub mod addr;
 pub mod config;
 pub mod cost;
 pub mod engine;
+pub mod model;
 pub mod os;
 pub mod pt;
 pub mod report;
