@@ -14,6 +14,10 @@
 //! 4 for 48 bits, 6 for 64 bits (five 9-bit levels and a 7-bit root, talluri95's 6-level tree).
 //! Size: Table 2's `Σ 4KB × Nactive(pb_i)`, `pb_i = 2^(9i)`: a page per node present, the root
 //! counted as a page even when its array is shorter.
+//!
+//! Superpages (talluri95 §4.2): replicated at every level-1 site they cover, or (`intermediate`)
+//! held in the upper-level PTE that would map their page of PTEs; that page does not exist, so the
+//! walk takes a nested miss on it and climbs to the PTE holding the superpage.
 
 use super::common::{validate_common, LineCfg, LineTracker, NIL};
 use super::radix::{fill_from_upper, tree_store, MAX_LEVEL_BITS};

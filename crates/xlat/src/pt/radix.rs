@@ -10,6 +10,11 @@
 //! One tree per ASID. Nodes are allocated on the first map under them and freed when their last
 //! valid entry goes, root included, so a level's node count is `Nactive(pb_i)` and the size is
 //! Table 2's `Σ n_i × pte_bytes × Nactive(pb_i)`.
+//!
+//! Superpage and partial-subblock PTEs (talluri95 §4.2): replicated at every leaf site they cover
+//! (`superpage_store = "replicate"`), or, for a superpage that fills one upper-level entry, held
+//! in that entry (`"intermediate"`): the walk stops there, and page-walk caches never hold it.
+//! [`RadixTable::walk_block`] reads a subblock-prefetch block's adjacent PTEs in one go (§4.4).
 
 use super::common::{validate_common, LineCfg, LineTracker, NIL};
 use super::tree::{Tree, MAX_LEVELS, SUPER};
