@@ -64,8 +64,13 @@ impl Slab {
 
 /// A PTE packed in one word for the models' host-side arrays: `pfn << 8 | 0x80 | shift`, 0 when
 /// invalid. Halves the host memory of sparse radix trees compared with `Option<Pte>`.
+///
+/// Bit 6 (`0x40`) marks a site of a partial-subblock PTE ([`PteSlot::partial`]): the word then
+/// holds the frame and size only, and the table keeps the valid vector elsewhere.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PteSlot(u64);
+
+const PARTIAL_FLAG: u64 = 0x40;
 
 impl PteSlot {
     pub(crate) const EMPTY: PteSlot = PteSlot(0);
@@ -76,6 +81,19 @@ impl PteSlot {
     pub(crate) fn new(pte: Pte) -> PteSlot {
         assert!(pte.pfn.0 < 1 << 56, "page table: frame number {:#x} does not fit in a PTE", pte.pfn.0);
         PteSlot(pte.pfn.0 << 8 | 0x80 | pte.size.shift() as u64)
+    }
+
+    /// Packs the frame and size of a partial-subblock `pte`, flagged as partial (the valid vector
+    /// is not stored). Panics like [`PteSlot::new`].
+    #[inline]
+    pub(crate) fn partial(pte: Pte) -> PteSlot {
+        PteSlot(PteSlot::new(pte).0 | PARTIAL_FLAG)
+    }
+
+    /// True for a slot made by [`PteSlot::partial`].
+    #[inline(always)]
+    pub(crate) fn is_partial(self) -> bool {
+        self.0 & PARTIAL_FLAG != 0
     }
 
     #[inline(always)]
@@ -338,6 +356,11 @@ mod tests {
         assert_eq!(PteSlot::EMPTY.get(), None);
         let big = Pte { pfn: Pfn(7), size: PageSize::from_shift(30).unwrap(), valid: 0 };
         assert_eq!(PteSlot::new(big).get(), Some(big));
+        assert!(!PteSlot::new(big).is_partial());
+        let part = Pte { pfn: Pfn(0x1234), size: PageSize::from_shift(16).unwrap(), valid: 0b101 };
+        let s = PteSlot::partial(part);
+        assert!(s.is_valid() && s.is_partial());
+        assert_eq!(s.get(), Some(Pte { valid: 0, ..part }));
     }
 
     #[test]

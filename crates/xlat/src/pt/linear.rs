@@ -14,10 +14,14 @@
 //! 4 for 48 bits, 6 for 64 bits (five 9-bit levels and a 7-bit root, talluri95's 6-level tree).
 //! Size: Table 2's `Σ 4KB × Nactive(pb_i)`, `pb_i = 2^(9i)`: a page per node present, the root
 //! counted as a page even when its array is shorter.
+//!
+//! Superpages (talluri95 §4.2): replicated at every level-1 site they cover, or (`intermediate`)
+//! held in the upper-level PTE that would map their page of PTEs; that page does not exist, so the
+//! walk takes a nested miss on it and climbs to the PTE holding the superpage.
 
-use super::common::{validate_common, LineCfg, NIL};
-use super::radix::MAX_LEVEL_BITS;
-use super::tree::{Tree, MAX_LEVELS};
+use super::common::{validate_common, LineCfg, LineTracker, NIL};
+use super::radix::{fill_from_upper, tree_store, MAX_LEVEL_BITS};
+use super::tree::{Path, Tree, MAX_LEVELS};
 use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, VirtAddr, Vpn};
 use std::fmt;
@@ -81,7 +85,8 @@ impl LinearTable {
         bits.push(top_bits);
         let mut node_bytes = vec![page; levels as usize - 1];
         node_bytes.push(((1u64 << top_bits) * pte).max(page));
-        let tree = Tree::new(&bits, pte, &node_bytes);
+        let intermediate = tree_store(cfg)?;
+        let tree = Tree::new(&bits, pte, &node_bytes, page_size.shift(), intermediate);
 
         // Virtual layout: the arrays of levels 1..top, packed from the start of a power-of-two
         // region at the top of the address space.
@@ -147,47 +152,80 @@ impl LinearTable {
     /// it hits (or at the wired root), then reads back down, installing each page-table page
     /// translation it resolved.
     ///
+    /// A superpage held in an upper-level entry (`intermediate` store) has no page of PTEs below
+    /// it: the climb takes the nested miss on the base PTE's page, like any missing page, and the
+    /// walk stops at the entry holding the superpage.
+    ///
     /// A hit in `env` for a page-table page that no longer exists (the table freed it, the reserved
     /// TLB entry was not shot down) is treated as the miss it would be after a shootdown.
     #[inline]
     pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
-        let t = &self.tree;
-        if !t.in_range(vpn) {
+        if !self.tree.in_range(vpn) {
             return None;
         }
+        let path = self.tree.path(asid, vpn);
+        let mut lines = self.lines.tracker(rec);
+        let r = match self.read_down(asid, vpn, &path, env, rec, &mut lines) {
+            Ok(leaf) => {
+                let t = &self.tree;
+                let idx = t.index(0, vpn);
+                lines.read(rec, t.entry_addr(0, leaf, idx), 0, t.pte_bytes);
+                t.leaf_pte(asid, vpn, t.leaf(leaf, idx))
+            }
+            Err(r) => r,
+        };
+        lines.finish(rec);
+        r
+    }
+
+    /// The climb and the reads down to the leaf page of `vpn`: `Ok(leaf node)` with the leaf
+    /// entry still to read, or `Err(answer)` when the walk ends above it (nothing mapped, or a
+    /// superpage entry).
+    #[inline(always)]
+    fn read_down<E: WalkEnv>(
+        &self,
+        asid: Asid,
+        vpn: Vpn,
+        path: &Path,
+        env: &mut E,
+        rec: &mut WalkRecord,
+        lines: &mut LineTracker,
+    ) -> Result<u32, Option<Pte>> {
+        let t = &self.tree;
         let top = t.top();
-        let path = t.path(asid, vpn);
+        let nodes = &path.nodes;
         let mut k = 0;
         while k < top {
-            if env.lookup_pt_translation(asid, self.pt_page(k, vpn)) && path[k] != NIL {
+            if env.lookup_pt_translation(asid, self.pt_page(k, vpn)) && nodes[k] != NIL {
                 break;
             }
             rec.nested_misses += 1;
             k += 1;
         }
-        if path[k] == NIL {
+        if nodes[k] == NIL {
             // Only the root can be missing here: the address space has no mapping at all.
-            return None;
+            return Err(None);
         }
-        let pte_bytes = t.pte_bytes;
-        let mut lines = self.lines.tracker(rec);
-        loop {
+        while k > 0 {
             let idx = t.index(k, vpn);
-            lines.read(rec, t.entry_addr(k, path[k], idx), 0, pte_bytes);
-            if k == 0 {
-                lines.finish(rec);
-                return t.leaf(path[0], idx).get();
+            lines.read(rec, t.entry_addr(k, nodes[k], idx), 0, t.pte_bytes);
+            if k == path.sp {
+                return Err(Some(t.super_pte(path.sp_entry, vpn)));
             }
-            if path[k - 1] == NIL {
-                lines.finish(rec);
-                return None;
+            if nodes[k - 1] == NIL {
+                return Err(None);
             }
             k -= 1;
             env.fill_pt_translation(asid, self.pt_page(k, vpn));
         }
+        Ok(nodes[0])
     }
 
-    /// See [`super::PageTable::walk_block`]: one walk per base page of the block for now.
+    /// See [`super::PageTable::walk_block`]. A block of at most one page of PTEs: the walk of
+    /// `vpn` down to its page of PTEs (nested misses included, as in [`LinearTable::walk`]), then
+    /// one read of the block's `out.len()` consecutive PTEs, charged for the lines of those bytes.
+    /// A walk ending above the leaf (invalid or superpage entry) costs what it read and gives
+    /// every page of the block the same answer. Larger blocks: one walk per page.
     pub fn walk_block<E: WalkEnv>(
         &mut self,
         asid: Asid,
@@ -196,7 +234,28 @@ impl LinearTable {
         rec: &mut WalkRecord,
         out: &mut [Option<Pte>],
     ) -> Option<Pte> {
-        super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env)
+        let n = out.len() as u64;
+        debug_assert!(n.is_power_of_two());
+        if n > self.tree.levels[0].fanout as u64 || !self.tree.in_range(vpn) {
+            return super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env);
+        }
+        let first = vpn.0 & !(n - 1);
+        let path = self.tree.path(asid, vpn);
+        let mut lines = self.lines.tracker(rec);
+        match self.read_down(asid, vpn, &path, env, rec, &mut lines) {
+            Err(r) => fill_from_upper(r, vpn, first, out),
+            Ok(leaf) => {
+                let t = &self.tree;
+                let idx = t.index(0, Vpn(first));
+                let pte = t.pte_bytes;
+                lines.read(rec, t.levels[0].phys[leaf as usize], idx as u64 * pte, n * pte);
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = t.leaf_pte(asid, Vpn(first + i as u64), t.leaf(leaf, idx + i));
+                }
+            }
+        }
+        lines.finish(rec);
+        out[(vpn.0 - first) as usize]
     }
 
     /// See [`super::PageTable::remove_asid`].

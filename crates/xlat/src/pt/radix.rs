@@ -10,10 +10,15 @@
 //! One tree per ASID. Nodes are allocated on the first map under them and freed when their last
 //! valid entry goes, root included, so a level's node count is `Nactive(pb_i)` and the size is
 //! Table 2's `Σ n_i × pte_bytes × Nactive(pb_i)`.
+//!
+//! Superpage and partial-subblock PTEs (talluri95 §4.2): replicated at every leaf site they cover
+//! (`superpage_store = "replicate"`), or, for a superpage that fills one upper-level entry, held
+//! in that entry (`"intermediate"`): the walk stops there, and page-walk caches never hold it.
+//! [`RadixTable::walk_block`] reads a subblock-prefetch block's adjacent PTEs in one go (§4.4).
 
 use super::common::{validate_common, LineCfg, LineTracker, NIL};
-use super::tree::{Tree, MAX_LEVELS};
-use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
+use super::tree::{Tree, MAX_LEVELS, SUPER};
+use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, SuperpageStore, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, PhysAddr, Vpn};
 use std::fmt;
 
@@ -186,6 +191,26 @@ fn geometry(cfg: &PageTableConfig, vpn_bits: u32) -> Result<Vec<u32>, ParamError
     Ok(bits)
 }
 
+/// Validates `superpage_store` for a radix or linear table: true for `intermediate`.
+pub(crate) fn tree_store(cfg: &PageTableConfig) -> Result<bool, ParamError> {
+    match cfg.store() {
+        SuperpageStore::Replicate => Ok(false),
+        SuperpageStore::Intermediate => Ok(true),
+        other => Err(ParamError::new(
+            "page_table.superpage_store",
+            format!("{} is not usable with a {} table: use replicate or intermediate", other.name(), cfg.kind.name()),
+        )),
+    }
+}
+
+/// Where the upper levels of a walk ended.
+enum Down {
+    /// At leaf node `0`, whose entry is still to be read.
+    Leaf(u32),
+    /// Before the leaf: a superpage entry (`Some`) or an invalid one (`None`).
+    Done(Option<Pte>),
+}
+
 impl RadixTable {
     /// Builds the table.
     pub fn new(cfg: &PageTableConfig, page_size: PageSize) -> Result<Self, ParamError> {
@@ -193,7 +218,8 @@ impl RadixTable {
         let bits = geometry(cfg, cfg.va_bits - page_size.shift())?;
         let pte = cfg.pte_bytes as u64;
         let bytes: Vec<u64> = bits.iter().map(|&b| (1u64 << b) * pte).collect();
-        let tree = Tree::new(&bits, pte, &bytes);
+        let intermediate = tree_store(cfg)?;
+        let tree = Tree::new(&bits, pte, &bytes, page_size.shift(), intermediate);
         if cfg.pwc.len() >= bits.len() {
             return Err(ParamError::new(
                 "page_table.pwc",
@@ -255,14 +281,86 @@ impl RadixTable {
         if !t.in_range(vpn) {
             return None;
         }
-        let mut k = t.top();
-        let mut node = t.root(asid);
-        if node == NIL {
+        if t.root(asid) == NIL {
             // No mapping at all in this address space: the walk has no tree to read.
             return None;
         }
-        // Probe the page-walk caches, deepest non-leaf level first.
-        if self.has_pwc {
+        let (k, node) = self.start(asid, vpn, rec);
+        if self.one_line_per_read {
+            let mut reads = OneLinePerRead(0);
+            let r = self.read_down(asid, vpn, k, node, rec, &mut reads);
+            reads.finish(rec);
+            r
+        } else {
+            let mut reads = self.lines.tracker(rec);
+            let r = self.read_down(asid, vpn, k, node, rec, &mut reads);
+            reads.finish(rec);
+            r
+        }
+    }
+
+    /// Reads one entry per level from level `k` (node `node`) down to the leaf PTE.
+    #[inline(always)]
+    fn read_down<R: EntryReads>(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        k: usize,
+        node: u32,
+        rec: &mut WalkRecord,
+        reads: &mut R,
+    ) -> Option<Pte> {
+        match self.read_upper(asid, vpn, k, node, rec, reads) {
+            Down::Done(r) => r,
+            Down::Leaf(node) => {
+                let t = &self.tree;
+                let idx = t.index(0, vpn);
+                reads.read(rec, t.entry_addr(0, node, idx), t.pte_bytes);
+                t.leaf_pte(asid, vpn, t.leaf(node, idx))
+            }
+        }
+    }
+
+    /// Reads one entry per level from level `k` (node `node`) down to level 1, filling the
+    /// page-walk caches of the pointers read (deeper ones were probed first and missed). Stops
+    /// at an invalid entry or a superpage entry, which is never cached as a pointer.
+    #[inline(always)]
+    fn read_upper<R: EntryReads>(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        mut k: usize,
+        mut node: u32,
+        rec: &mut WalkRecord,
+        reads: &mut R,
+    ) -> Down {
+        let t = &self.tree;
+        while k > 0 {
+            let idx = t.index(k, vpn);
+            reads.read(rec, t.entry_addr(k, node, idx), t.pte_bytes);
+            let child = t.child(k, node, idx);
+            if child >= SUPER {
+                return Down::Done(if child == NIL { None } else { Some(t.super_pte(child, vpn)) });
+            }
+            if self.has_pwc {
+                let c = &mut self.pwc[k];
+                if !c.entries.is_empty() {
+                    c.insert(asid.0, vpn.0 >> t.levels[k].shift, child);
+                }
+            }
+            node = child;
+            k -= 1;
+        }
+        Down::Leaf(node)
+    }
+
+    /// Probes the page-walk caches: the level to start reading at and its node.
+    #[inline(always)]
+    fn start(&mut self, asid: Asid, vpn: Vpn, rec: &mut WalkRecord) -> (usize, u32) {
+        let t = &self.tree;
+        let mut k = t.top();
+        let mut node = t.root(asid);
+        if self.has_pwc && node != NIL {
             for lvl in 1..=k {
                 let c = &mut self.pwc[lvl];
                 if c.entries.is_empty() {
@@ -277,51 +375,14 @@ impl RadixTable {
                 }
             }
         }
-        if self.one_line_per_read {
-            self.read_down(asid, vpn, k, node, rec, OneLinePerRead(0))
-        } else {
-            let lines = self.lines.tracker(rec);
-            self.read_down(asid, vpn, k, node, rec, lines)
-        }
+        (k, node)
     }
 
-    /// Reads one entry per level from level `k` (node `node`) down to the leaf, filling the
-    /// page-walk caches of the levels read (deeper ones were probed first and missed).
-    #[inline(always)]
-    fn read_down<R: EntryReads>(
-        &mut self,
-        asid: Asid,
-        vpn: Vpn,
-        mut k: usize,
-        mut node: u32,
-        rec: &mut WalkRecord,
-        mut reads: R,
-    ) -> Option<Pte> {
-        let t = &self.tree;
-        loop {
-            let idx = t.index(k, vpn);
-            reads.read(rec, t.entry_addr(k, node, idx), t.pte_bytes);
-            if k == 0 {
-                reads.finish(rec);
-                return t.leaf(node, idx).get();
-            }
-            let child = t.child(k, node, idx);
-            if child == NIL {
-                reads.finish(rec);
-                return None;
-            }
-            if self.has_pwc {
-                let c = &mut self.pwc[k];
-                if !c.entries.is_empty() {
-                    c.insert(asid.0, vpn.0 >> t.levels[k].shift, child);
-                }
-            }
-            node = child;
-            k -= 1;
-        }
-    }
-
-    /// See [`super::PageTable::walk_block`]: one walk per base page of the block for now.
+    /// See [`super::PageTable::walk_block`]. A block of at most one leaf node's entries: the
+    /// walk of `vpn` down to its leaf node (page-walk caches as in [`RadixTable::walk`]), then
+    /// one read of the block's `out.len()` consecutive PTEs, charged for the lines of those
+    /// bytes. A walk ending above the leaf (invalid or superpage entry) costs what it read and
+    /// gives every page of the block the same answer. Larger blocks: one walk per page.
     pub fn walk_block<E: WalkEnv>(
         &mut self,
         asid: Asid,
@@ -330,7 +391,30 @@ impl RadixTable {
         rec: &mut WalkRecord,
         out: &mut [Option<Pte>],
     ) -> Option<Pte> {
-        super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env)
+        let n = out.len() as u64;
+        debug_assert!(n.is_power_of_two());
+        if n > self.tree.levels[0].fanout as u64 || !self.tree.in_range(vpn) || self.tree.root(asid) == NIL {
+            return super::walk_block_each(vpn, out, |v, env: &mut E| self.walk(asid, v, env, rec), env);
+        }
+        let first = vpn.0 & !(n - 1);
+        let (k, node) = self.start(asid, vpn, rec);
+        let mut reads = self.lines.tracker(rec);
+        let end = self.read_upper(asid, vpn, k, node, rec, &mut reads);
+        let t = &self.tree;
+        match end {
+            Down::Done(r) => fill_from_upper(r, vpn, first, out),
+            Down::Leaf(node) => {
+                let idx = t.index(0, Vpn(first));
+                let pte = t.pte_bytes;
+                reads.read(rec, t.levels[0].phys[node as usize], idx as u64 * pte, n * pte);
+                for (i, o) in out.iter_mut().enumerate() {
+                    let v = Vpn(first + i as u64);
+                    *o = t.leaf_pte(asid, v, t.leaf(node, idx + i));
+                }
+            }
+        }
+        reads.finish(rec);
+        out[(vpn.0 - first) as usize]
     }
 
     /// See [`super::PageTable::remove_asid`].
@@ -349,6 +433,14 @@ impl RadixTable {
             s.objects += l.live;
         }
         s
+    }
+}
+
+/// Fills `out` (the block from `first`) from a walk that ended above the leaf with `r`: nothing
+/// mapped, or a superpage containing the whole block.
+pub(crate) fn fill_from_upper(r: Option<Pte>, vpn: Vpn, first: u64, out: &mut [Option<Pte>]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = r.map(|p| Pte { pfn: crate::addr::Pfn(p.pfn.0 - (vpn.0 - first) + i as u64), ..p });
     }
 }
 
