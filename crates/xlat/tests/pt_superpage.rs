@@ -398,3 +398,27 @@ fn store_keys_are_checked() {
         table(PageTableConfig { index_page: Some(bytes), ..ix.clone() });
     }
 }
+
+#[test]
+fn hashed_tables_share_page_table_memory() {
+    // Layout lines: the tables' bucket arrays and PTE slabs are distinct pages of page-table
+    // memory (base buckets, base PTEs, 64 KB buckets, 64 KB PTEs, in the order first used), so a
+    // walk through both tables touches four distinct lines; `paper` lines count the two PTEs.
+    for (accounting, lines) in [(xlat::pt::LineAccounting::Paper, 2), (xlat::pt::LineAccounting::Layout, 4)] {
+        let mut pt = table(PageTableConfig {
+            kind: Kind::Hashed,
+            buckets: 1,
+            accounting,
+            search_order: vec![4096, 65536],
+            ..Default::default()
+        });
+        pt.map(A, Vpn(0x100), pte(1, K4, 0));
+        pt.map(A, Vpn(0x110), pte(0x2000, K64, 0));
+        let mut rec = WalkRecord::default();
+        let r = pt.walk(A, Vpn(0x111), &mut NoTlb, &mut rec);
+        assert_eq!((r, rec.mem_refs, rec.cache_lines), (Some(pte(0x2001, K64, 0)), 4, lines), "{accounting:?}");
+        let pages: BTreeSet<u64> = rec.addrs[..4].iter().map(|a| a.0 >> 12).collect();
+        assert_eq!(pages.len(), 4);
+        assert_eq!(rec.addrs[0].0, xlat::pt::PT_PHYS_BASE);
+    }
+}

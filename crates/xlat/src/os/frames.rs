@@ -1,4 +1,5 @@
-//! Physical frame allocators.
+//! Physical frame allocators: single frames for demand paging, aligned blocks of frames for
+//! page reservation (`FrameAllocator::alloc_block`).
 
 use std::collections::BTreeSet;
 
@@ -6,10 +7,13 @@ use std::collections::BTreeSet;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AllocatorKind {
-    /// Frames in ascending order; freed frames are reused last-freed first.
+    /// Frames in ascending order; freed frames are reused last-freed first. Aligned blocks come
+    /// from freed blocks of the same size, else from the bump pointer moved up to the alignment
+    /// (the frames skipped become free single frames).
     #[default]
     Sequential,
-    /// A uniformly random free frame (seeded): physically scattered, fragmented memory.
+    /// A uniformly random free frame (seeded): physically scattered, fragmented memory. Aligned
+    /// blocks: a few random aligned probes, then a scan from a random block.
     Random,
     /// A binary buddy allocator (lowest-addressed block of the smallest sufficient order), so
     /// aligned power-of-two blocks stay available for superpages and reservations.
@@ -29,9 +33,22 @@ pub struct FrameAllocator {
 
 #[derive(Clone, Debug)]
 enum Imp {
-    Sequential { next: u64, freed: Vec<u64> },
-    Random { used: Vec<u64>, state: u64 },
-    Buddy { free: Vec<BTreeSet<u64>> },
+    /// `blocks`: freed aligned blocks as (pages, first frame), reused last-freed first.
+    Sequential {
+        next: u64,
+        freed: Vec<u64>,
+        blocks: Vec<(u64, u64)>,
+    },
+    /// `no_block`: the smallest block size a full scan found no free aligned block of since the
+    /// last free (0: none); taking frames never creates blocks, so larger requests fail at once.
+    Random {
+        used: Vec<u64>,
+        state: u64,
+        no_block: u64,
+    },
+    Buddy {
+        free: Vec<BTreeSet<u64>>,
+    },
 }
 
 impl FrameAllocator {
@@ -39,10 +56,11 @@ impl FrameAllocator {
     /// of frames taken at random before the simulation starts.
     pub fn new(kind: AllocatorKind, total: u64, seed: u64, fragmentation: f64) -> FrameAllocator {
         let imp = match kind {
-            AllocatorKind::Sequential => Imp::Sequential { next: 0, freed: Vec::new() },
+            AllocatorKind::Sequential => Imp::Sequential { next: 0, freed: Vec::new(), blocks: Vec::new() },
             AllocatorKind::Random => Imp::Random {
                 used: vec![0; total.div_ceil(64) as usize],
                 state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+                no_block: 0,
             },
             AllocatorKind::Buddy => {
                 let mut free = vec![BTreeSet::new(); MAX_ORDER as usize + 1];
@@ -83,24 +101,23 @@ impl FrameAllocator {
     /// One frame, or `None` when memory is exhausted.
     pub fn alloc(&mut self) -> Option<u64> {
         let f = match &mut self.imp {
-            Imp::Sequential { next, freed } => {
+            Imp::Sequential { next, freed, blocks } => {
                 if let Some(f) = freed.pop() {
                     Some(f)
                 } else if *next < self.total {
                     *next += 1;
                     Some(*next - 1)
+                } else if let Some((pages, base)) = blocks.pop() {
+                    // Memory is otherwise full: split a free block, lowest frames reused first.
+                    freed.extend((base + 1..base + pages).rev());
+                    Some(base)
                 } else {
                     None
                 }
             }
-            Imp::Random { used, state } => {
+            Imp::Random { used, state, .. } => {
                 let total = self.total;
-                let mut x = *state;
-                x ^= x >> 12;
-                x ^= x << 25;
-                x ^= x >> 27;
-                *state = x;
-                let start = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) % total.max(1);
+                let start = xorshift(state) % total.max(1);
                 // Probe forward (wrapping) from a random frame to the next free one,
                 // skipping full 64-frame words.
                 let mut f = start;
@@ -135,10 +152,145 @@ impl FrameAllocator {
         self.in_use -= 1;
         match &mut self.imp {
             Imp::Sequential { freed, .. } => freed.push(f),
-            Imp::Random { used, .. } => used[(f / 64) as usize] &= !(1 << (f % 64)),
+            Imp::Random { used, no_block, .. } => {
+                used[(f / 64) as usize] &= !(1 << (f % 64));
+                *no_block = 0;
+            }
             Imp::Buddy { free } => buddy_free(free, f, 0),
         }
     }
+
+    /// A free block of `pages` frames (a power of two) aligned to `pages`: its first frame, or
+    /// `None` when the allocator has no such block free. Every frame of the block counts as in
+    /// use until [`FrameAllocator::free_block`]; single frames are never taken from it.
+    pub fn alloc_block(&mut self, pages: u64) -> Option<u64> {
+        if !pages.is_power_of_two() || pages > self.total {
+            return None;
+        }
+        let total = self.total;
+        let b = match &mut self.imp {
+            Imp::Sequential { next, freed, blocks } => {
+                if let Some(at) = blocks.iter().rposition(|&(p, _)| p == pages) {
+                    Some(blocks.remove(at).1)
+                } else {
+                    let base = next.next_multiple_of(pages);
+                    if base.checked_add(pages).is_some_and(|end| end <= total) {
+                        // The frames skipped to reach the alignment stay free as single frames.
+                        freed.extend((*next..base).rev());
+                        *next = base + pages;
+                        Some(base)
+                    } else {
+                        None
+                    }
+                }
+            }
+            Imp::Random { used, state, no_block } => {
+                if *no_block != 0 && pages >= *no_block {
+                    None
+                } else {
+                    let found = random_block(used, state, total, pages);
+                    if found.is_none() {
+                        *no_block = pages;
+                    }
+                    found
+                }
+            }
+            Imp::Buddy { free } => {
+                let order = pages.trailing_zeros();
+                if order > MAX_ORDER {
+                    None
+                } else {
+                    buddy_alloc(free, order)
+                }
+            }
+        };
+        if b.is_some() {
+            self.in_use += pages;
+        }
+        b
+    }
+
+    /// Returns the block of `pages` frames starting at `base` (from [`FrameAllocator::alloc_block`]).
+    pub fn free_block(&mut self, base: u64, pages: u64) {
+        self.in_use -= pages;
+        match &mut self.imp {
+            Imp::Sequential { blocks, .. } => blocks.push((pages, base)),
+            Imp::Random { used, no_block, .. } => {
+                set_bits(used, base, pages, false);
+                *no_block = 0;
+            }
+            Imp::Buddy { free } => buddy_free(free, base, pages.trailing_zeros()),
+        }
+    }
+}
+
+/// Next value of a xorshift64* generator.
+fn xorshift(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11
+}
+
+/// True if frames `base .. base + pages` are all free (`base` aligned to `pages`).
+fn block_free(used: &[u64], base: u64, pages: u64) -> bool {
+    if pages >= 64 {
+        used[(base / 64) as usize..((base + pages) / 64) as usize].iter().all(|&w| w == 0)
+    } else {
+        let mask = ((1u64 << pages) - 1) << (base % 64);
+        used[(base / 64) as usize] & mask == 0
+    }
+}
+
+/// Marks frames `base .. base + pages` used or free (`base` aligned to `pages`).
+fn set_bits(used: &mut [u64], base: u64, pages: u64, on: bool) {
+    if pages >= 64 {
+        for w in &mut used[(base / 64) as usize..((base + pages) / 64) as usize] {
+            *w = if on { u64::MAX } else { 0 };
+        }
+    } else {
+        let mask = ((1u64 << pages) - 1) << (base % 64);
+        let w = &mut used[(base / 64) as usize];
+        *w = if on { *w | mask } else { *w & !mask };
+    }
+}
+
+/// Random allocator: a free aligned block of `pages` frames, found by a few random probes and
+/// then a scan (wrapping) from a random block, skipping full 64-frame words.
+fn random_block(used: &mut [u64], state: &mut u64, total: u64, pages: u64) -> Option<u64> {
+    let blocks = total / pages;
+    if blocks == 0 {
+        return None;
+    }
+    for _ in 0..8 {
+        let base = (xorshift(state) % blocks) * pages;
+        if block_free(used, base, pages) {
+            set_bits(used, base, pages, true);
+            return Some(base);
+        }
+    }
+    let mut k = xorshift(state) % blocks;
+    let mut seen = 0;
+    while seen < blocks {
+        let base = k * pages;
+        let step = if pages < 64 && used[(base / 64) as usize] == u64::MAX {
+            // Skip to the first block of the next word (or to the end).
+            ((base / 64 + 1) * 64 / pages - k).min(blocks - k)
+        } else if block_free(used, base, pages) {
+            set_bits(used, base, pages, true);
+            return Some(base);
+        } else {
+            1
+        };
+        seen += step;
+        k += step;
+        if k >= blocks {
+            k = 0;
+        }
+    }
+    None
 }
 
 fn buddy_alloc(free: &mut [BTreeSet<u64>], order: u32) -> Option<u64> {
@@ -209,5 +361,110 @@ mod tests {
         assert!(ascending < 10, "random frames should rarely be consecutive");
         let mut frag = FrameAllocator::new(AllocatorKind::Random, 1000, 9, 0.5);
         assert_eq!(std::iter::from_fn(|| frag.alloc()).count(), 500);
+    }
+
+    const KINDS: [AllocatorKind; 3] = [AllocatorKind::Sequential, AllocatorKind::Random, AllocatorKind::Buddy];
+
+    /// Frames of `n` aligned blocks of `pages` and `n` single frames, interleaved, checked for
+    /// alignment and overlap (every frame at most once, all inside memory).
+    fn mixed(a: &mut FrameAllocator, pages: u64, n: usize) -> (Vec<u64>, Vec<u64>) {
+        let (mut blocks, mut singles) = (Vec::new(), Vec::new());
+        let mut owner = HashSet::new();
+        let before = a.in_use();
+        for _ in 0..n {
+            if let Some(b) = a.alloc_block(pages) {
+                assert_eq!(b % pages, 0, "block {b} not aligned to {pages}");
+                assert!(b + pages <= a.total());
+                for f in b..b + pages {
+                    assert!(owner.insert(f), "frame {f} of block {b} handed out twice");
+                }
+                blocks.push(b);
+            }
+            if let Some(f) = a.alloc() {
+                assert!(owner.insert(f), "single frame {f} handed out twice");
+                singles.push(f);
+            }
+        }
+        assert_eq!(a.in_use() - before, owner.len() as u64);
+        (blocks, singles)
+    }
+
+    #[test]
+    fn blocks_are_aligned_and_never_overlap_single_frames() {
+        for kind in KINDS {
+            for pages in [2u64, 16, 64, 128] {
+                let mut a = FrameAllocator::new(kind, 1 << 16, 5, 0.0);
+                // Some singles first, so blocks must skip to an alignment.
+                for _ in 0..3 {
+                    a.alloc().unwrap();
+                }
+                let (blocks, singles) = mixed(&mut a, pages, 20);
+                assert_eq!(blocks.len(), 20, "{kind:?} {pages}");
+                assert_eq!(singles.len(), 20);
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_run_out_and_singles_then_fill_the_rest() {
+        for kind in KINDS {
+            let total = 1000u64; // 62 whole blocks of 16, 8 frames left over
+            let mut a = FrameAllocator::new(kind, total, 11, 0.0);
+            let blocks: Vec<u64> = std::iter::from_fn(|| a.alloc_block(16)).collect();
+            assert_eq!(blocks.len(), 62, "{kind:?}");
+            assert_eq!(blocks.iter().collect::<HashSet<_>>().len(), 62);
+            assert!(blocks.iter().all(|&b| b % 16 == 0 && b + 16 <= total));
+            let singles: Vec<u64> = std::iter::from_fn(|| a.alloc()).collect();
+            assert_eq!(singles.len(), 8, "{kind:?}: only the frames outside blocks are left");
+            assert!(singles.iter().all(|&f| f >= 992), "{kind:?}: {singles:?}");
+            assert_eq!(a.in_use(), total);
+            assert_eq!(a.alloc_block(2), None);
+            // Freeing one block makes exactly one block (or 16 singles) available again.
+            a.free_block(blocks[7], 16);
+            assert_eq!(a.in_use(), total - 16);
+            assert_eq!(a.alloc_block(16), Some(blocks[7]), "{kind:?}: freed block reused");
+            assert_eq!(a.alloc_block(16), None);
+            a.free_block(blocks[3], 16);
+            let singles: Vec<u64> = std::iter::from_fn(|| a.alloc()).collect();
+            let mut sorted = singles.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (blocks[3]..blocks[3] + 16).collect::<Vec<_>>(), "{kind:?}");
+            assert_eq!(a.in_use(), total);
+        }
+    }
+
+    #[test]
+    fn freed_single_frames_form_blocks_again_except_in_sequential() {
+        for kind in [AllocatorKind::Random, AllocatorKind::Buddy] {
+            let mut a = FrameAllocator::new(kind, 64, 2, 0.0);
+            let all: Vec<u64> = std::iter::from_fn(|| a.alloc()).collect();
+            assert_eq!(a.alloc_block(4), None);
+            assert_eq!(all.len(), 64);
+            for f in [8, 9, 10, 11, 13] {
+                a.free(f);
+            }
+            assert_eq!(a.alloc_block(8), None, "{kind:?}");
+            assert_eq!(a.alloc_block(4), Some(8), "{kind:?}");
+            assert_eq!(a.alloc_block(2), None, "{kind:?}: frame 13's buddy 12 is in use");
+        }
+    }
+
+    #[test]
+    fn random_blocks_are_scattered_and_found_by_scan_when_rare() {
+        let mut r = FrameAllocator::new(AllocatorKind::Random, 1 << 16, 4, 0.0);
+        let v: Vec<u64> = (0..50).map(|_| r.alloc_block(16).unwrap()).collect();
+        assert!(v.windows(2).filter(|w| w[1] == w[0] + 16).count() < 5);
+        // Fragmented memory: every block but one has a frame taken.
+        let mut f = FrameAllocator::new(AllocatorKind::Random, 4096, 4, 0.0);
+        let all: Vec<u64> = std::iter::from_fn(|| f.alloc()).collect();
+        for &x in &all {
+            if x % 16 != 0 || (3200..3216).contains(&x) {
+                f.free(x);
+            }
+        }
+        assert_eq!(f.alloc_block(16), Some(3200));
+        assert_eq!(f.alloc_block(16), None);
+        assert_eq!(f.alloc_block(32), None);
+        assert!(f.alloc_block(8).is_some(), "smaller blocks are still free");
     }
 }

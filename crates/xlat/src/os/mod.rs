@@ -1,17 +1,54 @@
-//! The operating-system model: processes, demand paging and physical frame allocation.
+//! The operating-system model: processes, demand paging, physical frame allocation, page
+//! reservation and page-size assignment (talluri95 §4.1, §6.1).
 //!
 //! The first touch of a virtual page allocates a frame and maps it in the page table (a page
 //! fault). Unmapping frees the frames and shoots down TLB entries (the engine does the TLB part).
 //! The OS keeps its own record of resident pages (an ordered map per system, touched only on
 //! faults, unmaps, forks and exits — never on the per-reference path) so that unmapping a large
 //! range costs time proportional to what is resident in it.
+//!
+//! With `os.reservation`, virtual memory is handled in aligned *page blocks* of
+//! `os.block_pages` base pages. The first fault in a block reserves an aligned block of frames,
+//! and each page of the block faulted in later goes to its *properly placed* frame
+//! (`block_frame + index`). How a block is mapped is a function of its state (see
+//! `docs/superpages.md`): a superpage PTE when every page is resident and properly placed (and
+//! `os.superpages` is not `none`), else one partial-subblock PTE when `os.partial_subblock` is on
+//! and every resident page is properly placed, else base PTEs. The OS tells the engine what the
+//! page table must do as [`PtOp`]s and which TLB ranges to shoot down.
 
 mod frames;
 
 pub use frames::{AllocatorKind, FrameAllocator};
 
-use crate::addr::{Asid, Pfn, Vpn};
+use crate::addr::{Asid, PageSize, Pfn, Vpn};
+use crate::pt::{ParamError, Pte};
 use std::collections::{BTreeMap, HashMap};
+
+/// Page-size assignment policy (`os.superpages`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Superpages {
+    /// Base pages only.
+    #[default]
+    None,
+    /// Static page-size assignment: the first fault in a block whose reservation succeeds brings
+    /// in and maps the whole block as one superpage.
+    Static,
+    /// Dynamic page-size assignment: a reserved block is promoted to a superpage when its last
+    /// page becomes resident, and demoted when any of its pages is unmapped.
+    Promote,
+}
+
+impl Superpages {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Superpages::None => "none",
+            Superpages::Static => "static",
+            Superpages::Promote => "promote",
+        }
+    }
+}
 
 /// `[os]` section of a config.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
@@ -21,7 +58,7 @@ pub struct OsConfig {
     pub frame_allocator: AllocatorKind,
     /// Physical memory in bytes (default 4 GiB); running out is an error, not a silent wrap.
     pub memory_bytes: u64,
-    /// Seed of the random allocator.
+    /// Seed of the random allocator and of reservation failures.
     pub seed: u64,
     /// Fraction of frames the random allocator leaves free but scattered before the trace starts
     /// (0 = none): a knob for fragmented memory. Ignored by the other allocators.
@@ -30,11 +67,25 @@ pub struct OsConfig {
     /// are mapped once for all processes (like kernel mappings) and their TLB entries are global,
     /// matching every ASID and surviving flushes on a switch.
     pub global: Vec<String>,
+    /// Page reservation: the first fault in an aligned page block reserves an aligned block of
+    /// `block_pages` frames, and the block's pages are placed in it (default false).
+    pub reservation: bool,
+    /// Base pages per page block (power of two, 2..=64; default 16): the reservation unit, the
+    /// superpage size and the subblock factor of partial-subblock PTEs.
+    pub block_pages: u64,
+    /// Probability (0..=1, seeded by `seed`) that a reservation finds no free aligned block in
+    /// fragmented memory and fails (default 0).
+    pub reservation_failure: f64,
+    /// Page-size assignment: `none`, `static` or `promote` (default `none`); needs `reservation`.
+    pub superpages: Superpages,
+    /// Map a reserved block that is not a superpage by one partial-subblock PTE (default false);
+    /// needs `reservation`.
+    pub partial_subblock: bool,
 }
 
 impl OsConfig {
     /// The `global` regions as inclusive byte ranges; errors name `os.global[i]`.
-    pub fn global_ranges(&self) -> Result<Vec<(u64, u64)>, crate::pt::ParamError> {
+    pub fn global_ranges(&self) -> Result<Vec<(u64, u64)>, ParamError> {
         let num = |t: &str| {
             let t = t.trim().replace('_', "");
             match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -47,7 +98,7 @@ impl OsConfig {
             .enumerate()
             .map(|(i, r)| {
                 let bad = || {
-                    crate::pt::ParamError::new(
+                    ParamError::new(
                         format!("os.global[{i}]"),
                         format!("expected \"START-END\" with START < END (hex with 0x or decimal), got \"{r}\""),
                     )
@@ -61,6 +112,43 @@ impl OsConfig {
             })
             .collect()
     }
+
+    /// Checks the paging keys (`reservation`, `block_pages`, `reservation_failure`,
+    /// `superpages`, `partial_subblock`) for base pages of `page_size` bytes; errors name the key.
+    pub fn validate(&self, page_size: u64) -> Result<(), ParamError> {
+        let bp = self.block_pages;
+        if !(2..=64).contains(&bp) || !bp.is_power_of_two() {
+            return Err(ParamError::new("os.block_pages", format!("must be a power of two from 2 to 64, got {bp}")));
+        }
+        if !page_size.checked_mul(bp).is_some_and(|b| b <= 1 << 62) {
+            return Err(ParamError::new(
+                "os.block_pages",
+                format!("a block of {bp} pages of {page_size} bytes is too large"),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.reservation_failure) {
+            return Err(ParamError::new(
+                "os.reservation_failure",
+                format!("must be a probability in [0, 1], got {}", self.reservation_failure),
+            ));
+        }
+        if self.superpages != Superpages::None && !self.reservation {
+            return Err(ParamError::new(
+                "os.superpages",
+                format!(
+                    "\"{}\" needs os.reservation = true (superpages are built from reserved blocks)",
+                    self.superpages.name()
+                ),
+            ));
+        }
+        if self.partial_subblock && !self.reservation {
+            return Err(ParamError::new(
+                "os.partial_subblock",
+                "needs os.reservation = true (partial-subblock PTEs map properly placed pages of reserved blocks)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for OsConfig {
@@ -71,8 +159,98 @@ impl Default for OsConfig {
             seed: 1,
             fragmentation: 0.0,
             global: Vec::new(),
+            reservation: false,
+            block_pages: 16,
+            reservation_failure: 0.0,
+            superpages: Superpages::None,
+            partial_subblock: false,
         }
     }
+}
+
+/// The paging policy of an [`Os`], built from a validated [`OsConfig`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Paging {
+    page_size: PageSize,
+    reservation: bool,
+    block_pages: u64,
+    reservation_failure: f64,
+    superpages: Superpages,
+    partial_subblock: bool,
+    seed: u64,
+}
+
+impl Paging {
+    /// The policy of `cfg` for base pages of `page_size`; errors name the key (see
+    /// [`OsConfig::validate`]).
+    pub fn new(cfg: &OsConfig, page_size: PageSize) -> Result<Paging, ParamError> {
+        cfg.validate(page_size.bytes())?;
+        Ok(Paging {
+            page_size,
+            reservation: cfg.reservation,
+            block_pages: cfg.block_pages,
+            reservation_failure: cfg.reservation_failure,
+            superpages: cfg.superpages,
+            partial_subblock: cfg.partial_subblock,
+            seed: cfg.seed,
+        })
+    }
+
+    /// Plain demand paging with base pages of `page_size` (the default `[os]` policy).
+    pub fn base_pages(page_size: PageSize) -> Paging {
+        Paging::new(&OsConfig::default(), page_size).expect("the default policy is valid")
+    }
+
+    /// Base page size.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// Base pages per page block.
+    pub fn block_pages(&self) -> u64 {
+        self.block_pages
+    }
+
+    /// Size of a page block (a superpage, the span of a partial-subblock PTE).
+    pub fn block_size(&self) -> PageSize {
+        PageSize::from_shift(self.page_size.shift() + self.block_pages.trailing_zeros()).expect("validated")
+    }
+}
+
+/// A page-table operation the OS asks for, applied in order by the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtOp {
+    /// Install the mapping described by the PTE that contains the page (`pfn` is that page's
+    /// frame). A superpage or partial-subblock PTE replaces one of the same block and size.
+    /// Superpage and partial-subblock PTEs are named by the lowest mapped page of their block.
+    Map(Asid, Vpn, Pte),
+    /// Remove the whole mapping containing the page (a base PTE, superpage or partial-subblock PTE).
+    Unmap(Asid, Vpn),
+}
+
+/// Counters of an [`Os`] (events so far and the live state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OsStats {
+    /// Reservations made.
+    pub reservations: u64,
+    /// Reservations that failed (the fragmentation knob or no free aligned block).
+    pub reservation_failures: u64,
+    /// Blocks promoted to a superpage from base or partial-subblock PTEs.
+    pub promotions: u64,
+    /// Superpages demoted because one of their pages was unmapped.
+    pub demotions: u64,
+    /// Superpage PTEs now mapped (one per process mapping it).
+    pub superpages: u64,
+    /// Partial-subblock PTEs now mapped.
+    pub partial_subblock_ptes: u64,
+    /// Reservations now held (a reservation shared by fork counts once).
+    pub live_reservations: u64,
+    /// Resident base pages of all processes.
+    pub resident_pages: u64,
+    /// Resident base pages that sit in their properly placed frame of a reservation.
+    pub placed_pages: u64,
+    /// Frames taken from the allocator (whole reserved blocks included).
+    pub frames_in_use: u64,
 }
 
 /// Physical memory ran out.
@@ -83,62 +261,363 @@ pub struct OutOfMemory {
     pub frames: u64,
 }
 
+/// How a page block is mapped in the page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Nothing resident.
+    None,
+    /// One base PTE per resident page.
+    Base,
+    /// One partial-subblock PTE.
+    Partial,
+    /// One superpage PTE.
+    Super,
+}
+
+/// One process's page block (reservation on only), while it has resident pages.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    /// First frame of the block's reservation, if it has one.
+    resv: Option<u64>,
+    /// Resident pages (bit i = page i of the block).
+    resident: u64,
+    /// Resident pages in their properly placed frame of `resv`.
+    placed: u64,
+    /// How the block is mapped now.
+    kind: Kind,
+}
+
+/// A reservation: an aligned block of frames shared by the page blocks that refer to it.
+#[derive(Clone, Copy, Debug)]
+struct Resv {
+    /// Page blocks referring to it (more than one after fork).
+    refs: u32,
+    /// Frames of the block held by some page (bit i = frame `base + i`).
+    used: u64,
+}
+
 /// Resident pages and frame ownership of one simulated system.
 #[derive(Clone, Debug)]
 pub struct Os {
     frames: FrameAllocator,
+    paging: Paging,
+    /// Mask of a full page block.
+    full: u64,
     /// (asid, vpn) -> frame, for every resident base page.
     resident: BTreeMap<(u32, u64), u64>,
     /// Sharers of the frames that more than one page maps (fork shares frames between parent
     /// and child); a resident frame not in this map has exactly one.
     shared: HashMap<u64, u32>,
+    /// (asid, vpn / block_pages) -> block, for blocks with resident pages (reservation on).
+    blocks: BTreeMap<(u32, u64), Block>,
+    /// First frame -> reservation.
+    resv: HashMap<u64, Resv>,
+    /// Generator of reservation failures.
+    rng: u64,
+    stats: OsStats,
+    /// Scratch vectors of the base-page entry points.
+    scratch_ops: Vec<PtOp>,
+    scratch_sd: Vec<(Asid, Vpn, Vpn)>,
+}
+
+/// Mask of bits `lo..=hi`.
+fn bit_range(lo: u64, hi: u64) -> u64 {
+    (u64::MAX >> (63 - hi)) & (u64::MAX << lo)
+}
+
+/// Indices of the set bits of `m`, lowest first.
+fn bits(mut m: u64) -> impl Iterator<Item = u64> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let i = m.trailing_zeros() as u64;
+            m &= m - 1;
+            i
+        })
+    })
 }
 
 impl Os {
-    /// An OS with an empty machine of `frames` frames.
+    /// An OS with base-page demand paging (4 KB PTEs) on `frames`. The engine's current entry
+    /// points ([`Os::fault_in`], [`Os::evict_range`], [`Os::fork`]) use it.
     pub fn new(frames: FrameAllocator) -> Os {
-        Os { frames, resident: BTreeMap::new(), shared: HashMap::new() }
+        Os::with_paging(frames, Paging::base_pages(PageSize::SIZE_4K))
     }
 
-    /// Allocates a frame for a faulting page and records it as resident.
-    pub fn fault_in(&mut self, asid: Asid, vpn: Vpn) -> Result<Pfn, OutOfMemory> {
-        let pfn = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
-        self.resident.insert((asid.0, vpn.0), pfn);
+    /// An OS with the paging policy `paging` on `frames`.
+    pub fn with_paging(frames: FrameAllocator, paging: Paging) -> Os {
+        let bp = paging.block_pages;
+        Os {
+            frames,
+            paging,
+            full: bit_range(0, bp - 1),
+            resident: BTreeMap::new(),
+            shared: HashMap::new(),
+            blocks: BTreeMap::new(),
+            resv: HashMap::new(),
+            rng: (paging.seed ^ 0x5EED_0FF1_CE00_u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            stats: OsStats::default(),
+            scratch_ops: Vec::new(),
+            scratch_sd: Vec::new(),
+        }
+    }
+}
+
+impl Os {
+    /// The paging policy.
+    pub fn paging(&self) -> &Paging {
+        &self.paging
+    }
+
+    /// A page fault on base page `vpn` of `asid`: allocates its frame (and maybe a reservation,
+    /// or the whole block for static superpages), records it, and appends to `ops` what the page
+    /// table must do to reflect the OS's mappings — a base PTE, a grown partial-subblock PTE (a
+    /// `Map` replacing the old one), or on promotion `Unmap`s of the old PTEs then the `Map` of
+    /// the superpage. Appends to `shootdown` the (asid, first, last) VPN ranges whose TLB entries
+    /// must go (a promotion: the block). Returns `vpn`'s frame. A page already resident keeps its
+    /// frame and gets its mapping re-emitted.
+    pub fn fault(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<Pfn, OutOfMemory> {
+        if let Some(&pfn) = self.resident.get(&(asid.0, vpn.0)) {
+            if let Some(pte) = self.mapping(asid, vpn) {
+                ops.push(PtOp::Map(asid, vpn, pte));
+            }
+            return Ok(Pfn(pfn));
+        }
+        if !self.paging.reservation {
+            let pfn = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+            self.resident.insert((asid.0, vpn.0), pfn);
+            ops.push(PtOp::Map(asid, vpn, Pte::base(Pfn(pfn), self.paging.page_size)));
+            return Ok(Pfn(pfn));
+        }
+        let bp = self.paging.block_pages;
+        let (vb, i) = (vpn.0 / bp, vpn.0 % bp);
+        let first = vb * bp;
+        let mut b = match self.blocks.get(&(asid.0, vb)) {
+            Some(&b) => b,
+            None => Block { resv: self.try_reserve(), resident: 0, placed: 0, kind: Kind::None },
+        };
+        let (old_kind, old_res) = (b.kind, b.resident);
+        let bit = 1u64 << i;
+        let used = b.resv.map(|base| self.resv[&base].used);
+        let pfn = match (b.resv, used) {
+            // Static page-size assignment: bring in the whole block when it can be a superpage.
+            (Some(base), Some(used))
+                if self.paging.superpages == Superpages::Static
+                    && b.placed == b.resident
+                    && used & self.full & !b.resident == 0 =>
+            {
+                let missing = self.full & !b.resident;
+                for j in bits(missing) {
+                    self.resident.insert((asid.0, first + j), base + j);
+                }
+                self.resv.get_mut(&base).expect("live reservation").used |= missing;
+                b.resident |= missing;
+                b.placed |= missing;
+                self.stats.placed_pages += missing.count_ones() as u64;
+                base + i
+            }
+            (Some(base), Some(used)) if used & bit == 0 => {
+                self.resv.get_mut(&base).expect("live reservation").used |= bit;
+                b.resident |= bit;
+                b.placed |= bit;
+                self.stats.placed_pages += 1;
+                self.resident.insert((asid.0, vpn.0), base + i);
+                base + i
+            }
+            _ => {
+                // No reservation, or its frame for this page is held by a process sharing it.
+                let pfn = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+                b.resident |= bit;
+                self.resident.insert((asid.0, vpn.0), pfn);
+                pfn
+            }
+        };
+        if self.remap(asid, vb, old_kind, old_res, &mut b, ops) {
+            shootdown.push((asid, Vpn(first), Vpn(first + (bp - 1))));
+        }
+        self.blocks.insert((asid.0, vb), b);
         Ok(Pfn(pfn))
     }
 
+    /// Unmaps the resident pages of `asid` in `[first, last]`: `Unmap` ops for the mappings
+    /// touched, `Map` ops re-mapping the pages of a demoted superpage or shrunk partial-subblock
+    /// PTE that stay resident; frees frames and reservations no one else holds. `shootdown` gets
+    /// every range whose TLB entries must go: `[first, last]` when a page was removed, and whole
+    /// blocks whose mapping changed kind (demotions). Returns the number of base pages removed.
+    pub fn unmap_range(
+        &mut self,
+        asid: Asid,
+        first: Vpn,
+        last: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> u64 {
+        let mut removed = 0u64;
+        let mut cursor = first.0;
+        let bp = self.paging.block_pages;
+        while cursor <= last.0 {
+            let Some((&(_, v), &pfn)) = self.resident.range((asid.0, cursor)..=(asid.0, last.0)).next() else {
+                break;
+            };
+            if !self.paging.reservation {
+                self.resident.remove(&(asid.0, v));
+                self.release(pfn, None);
+                ops.push(PtOp::Unmap(asid, Vpn(v)));
+                removed += 1;
+                match v.checked_add(1) {
+                    Some(c) => cursor = c,
+                    None => break,
+                }
+                continue;
+            }
+            let vb = v / bp;
+            let bfirst = vb * bp;
+            let blast = bfirst + (bp - 1);
+            let mut b = self.blocks[&(asid.0, vb)];
+            let (old_kind, old_res) = (b.kind, b.resident);
+            let gone = b.resident & bit_range(first.0.max(bfirst) - bfirst, last.0.min(blast) - bfirst);
+            for j in bits(gone) {
+                let pfn = self.resident.remove(&(asid.0, bfirst + j)).expect("resident page of the block");
+                self.release(pfn, b.resv);
+            }
+            removed += gone.count_ones() as u64;
+            self.stats.placed_pages -= (b.placed & gone).count_ones() as u64;
+            b.resident &= !gone;
+            b.placed &= !gone;
+            if self.remap(asid, vb, old_kind, old_res, &mut b, ops) {
+                shootdown.push((asid, Vpn(bfirst), Vpn(blast)));
+            }
+            if b.resident == 0 {
+                self.blocks.remove(&(asid.0, vb));
+                if let Some(base) = b.resv {
+                    self.drop_reservation(base);
+                }
+            } else {
+                self.blocks.insert((asid.0, vb), b);
+            }
+            match blast.checked_add(1) {
+                Some(c) => cursor = c,
+                None => break,
+            }
+        }
+        if removed > 0 {
+            shootdown.push((asid, first, last));
+        }
+        removed
+    }
+
+    /// Fork: `child` gets the parent's resident pages, sharing their frames (and reservations),
+    /// with the same kinds of mappings (a parent superpage is a superpage in the child, etc.);
+    /// appends the child's `Map` ops. Blocks (or, without reservation, pages) the child already
+    /// has are left as they are.
+    pub fn fork_ops(&mut self, parent: Asid, child: Asid, ops: &mut Vec<PtOp>) {
+        if parent == child {
+            return;
+        }
+        let mut cursor = 0u64;
+        if !self.paging.reservation {
+            while let Some((&(_, v), &pfn)) = self.resident.range((parent.0, cursor)..=(parent.0, u64::MAX)).next() {
+                if let std::collections::btree_map::Entry::Vacant(e) = self.resident.entry((child.0, v)) {
+                    e.insert(pfn);
+                    *self.shared.entry(pfn).or_insert(1) += 1;
+                    ops.push(PtOp::Map(child, Vpn(v), Pte::base(Pfn(pfn), self.paging.page_size)));
+                }
+                match v.checked_add(1) {
+                    Some(c) => cursor = c,
+                    None => break,
+                }
+            }
+            return;
+        }
+        let bp = self.paging.block_pages;
+        while let Some((&(_, vb), &b)) = self.blocks.range((parent.0, cursor)..=(parent.0, u64::MAX)).next() {
+            if !self.blocks.contains_key(&(child.0, vb)) {
+                for j in bits(b.resident) {
+                    let pfn = self.resident[&(parent.0, vb * bp + j)];
+                    self.resident.insert((child.0, vb * bp + j), pfn);
+                    *self.shared.entry(pfn).or_insert(1) += 1;
+                }
+                if let Some(base) = b.resv {
+                    self.resv.get_mut(&base).expect("live reservation").refs += 1;
+                }
+                self.stats.placed_pages += b.placed.count_ones() as u64;
+                let mut c = Block { kind: Kind::None, ..b };
+                self.remap(child, vb, Kind::None, 0, &mut c, ops);
+                self.blocks.insert((child.0, vb), c);
+            }
+            match vb.checked_add(1) {
+                Some(c) => cursor = c,
+                None => break,
+            }
+        }
+    }
+
+    /// The mapping the OS holds for `vpn` of `asid` (what the page table must return), with
+    /// `pfn` the frame of `vpn`; `None` if the page is not resident.
+    pub fn mapping(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        let pfn = Pfn(*self.resident.get(&(asid.0, vpn.0))?);
+        if !self.paging.reservation {
+            return Some(Pte::base(pfn, self.paging.page_size));
+        }
+        let b = &self.blocks[&(asid.0, vpn.0 / self.paging.block_pages)];
+        let size = self.paging.block_size();
+        Some(match b.kind {
+            Kind::Partial => Pte { pfn, size, valid: b.resident },
+            Kind::Super => Pte { pfn, size, valid: 0 },
+            Kind::Base | Kind::None => Pte::base(pfn, self.paging.page_size),
+        })
+    }
+
+    /// First frame of the reservation of the block holding `vpn` of `asid`, if the block has
+    /// resident pages and a reservation.
+    pub fn reservation(&self, asid: Asid, vpn: Vpn) -> Option<Pfn> {
+        if !self.paging.reservation {
+            return None;
+        }
+        self.blocks.get(&(asid.0, vpn.0 / self.paging.block_pages))?.resv.map(Pfn)
+    }
+
+    /// Counters: events so far and the live state.
+    pub fn stats(&self) -> OsStats {
+        OsStats {
+            live_reservations: self.resv.len() as u64,
+            resident_pages: self.resident.len() as u64,
+            frames_in_use: self.frames.in_use(),
+            ..self.stats
+        }
+    }
+
+    /// Allocates a frame for a faulting page and records it as resident (base-page paging: the
+    /// caller maps it as a base PTE).
+    pub fn fault_in(&mut self, asid: Asid, vpn: Vpn) -> Result<Pfn, OutOfMemory> {
+        let (mut ops, mut sd) = (std::mem::take(&mut self.scratch_ops), std::mem::take(&mut self.scratch_sd));
+        let r = self.fault(asid, vpn, &mut ops, &mut sd);
+        ops.clear();
+        sd.clear();
+        (self.scratch_ops, self.scratch_sd) = (ops, sd);
+        r
+    }
+
     /// Removes the resident pages of `asid` in `[first, last]`, freeing frames no one else
-    /// shares; returns the VPNs removed (the caller unmaps them from the page table).
+    /// shares; returns the VPNs removed (base-page paging: the caller unmaps them from the page
+    /// table).
     pub fn evict_range(&mut self, asid: Asid, first: Vpn, last: Vpn) -> Vec<Vpn> {
-        let keys: Vec<(u32, u64)> =
-            self.resident.range((asid.0, first.0)..=(asid.0, last.0)).map(|(k, _)| *k).collect();
-        for k in &keys {
-            let pfn = self.resident.remove(k).expect("key just listed");
-            self.release(pfn);
-        }
-        keys.into_iter().map(|(_, v)| Vpn(v)).collect()
+        let (mut ops, mut sd) = (Vec::new(), Vec::new());
+        self.unmap_range(asid, first, last, &mut ops, &mut sd);
+        ops.into_iter().filter_map(|op| if let PtOp::Unmap(_, v) = op { Some(v) } else { None }).collect()
     }
 
-    fn release(&mut self, pfn: u64) {
-        match self.shared.get_mut(&pfn) {
-            Some(n) if *n > 2 => *n -= 1,
-            Some(_) => {
-                self.shared.remove(&pfn);
-            }
-            None => self.frames.free(pfn),
-        }
-    }
-
-    /// Gives `child` the parent's resident pages, sharing the frames; returns them.
+    /// Gives `child` the parent's resident pages, sharing the frames; returns them (base-page
+    /// paging: the caller maps them as base PTEs).
     pub fn fork(&mut self, parent: Asid, child: Asid) -> Vec<(Vpn, Pfn)> {
-        let pages: Vec<(u64, u64)> =
-            self.resident.range((parent.0, 0)..=(parent.0, u64::MAX)).map(|(&(_, v), &p)| (v, p)).collect();
-        for &(v, p) in &pages {
-            if self.resident.insert((child.0, v), p).is_none() {
-                *self.shared.entry(p).or_insert(1) += 1;
-            }
-        }
-        pages.into_iter().map(|(v, p)| (Vpn(v), Pfn(p))).collect()
+        let mut ops = Vec::new();
+        self.fork_ops(parent, child, &mut ops);
+        ops.into_iter().filter_map(|op| if let PtOp::Map(_, v, p) = op { Some((v, p.pfn)) } else { None }).collect()
     }
 
     /// Resident base pages of all processes.
@@ -149,6 +628,155 @@ impl Os {
     /// Frames in use.
     pub fn frames_in_use(&self) -> u64 {
         self.frames.in_use()
+    }
+
+    /// A new reservation for a block faulted in for the first time, or `None` when it fails.
+    fn try_reserve(&mut self) -> Option<u64> {
+        let p = self.paging.reservation_failure;
+        let fails = p > 0.0 && {
+            let mut x = self.rng;
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            self.rng = x;
+            let u = ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64) / (1u64 << 53) as f64;
+            u < p
+        };
+        match if fails { None } else { self.frames.alloc_block(self.paging.block_pages) } {
+            Some(base) => {
+                self.resv.insert(base, Resv { refs: 1, used: 0 });
+                self.stats.reservations += 1;
+                Some(base)
+            }
+            None => {
+                self.stats.reservation_failures += 1;
+                None
+            }
+        }
+    }
+
+    /// One page stops holding `pfn` (its block's reservation is `resv`).
+    fn release(&mut self, pfn: u64, resv: Option<u64>) {
+        match self.shared.get_mut(&pfn) {
+            Some(n) if *n > 2 => *n -= 1,
+            Some(_) => {
+                self.shared.remove(&pfn);
+            }
+            None => match resv {
+                Some(base) if (base..base + self.paging.block_pages).contains(&pfn) => {
+                    self.resv.get_mut(&base).expect("live reservation").used &= !(1u64 << (pfn - base));
+                }
+                _ => self.frames.free(pfn),
+            },
+        }
+    }
+
+    /// A page block referring to reservation `base` has no resident page left.
+    fn drop_reservation(&mut self, base: u64) {
+        let r = self.resv.get_mut(&base).expect("live reservation");
+        r.refs -= 1;
+        if r.refs == 0 {
+            debug_assert_eq!(r.used, 0, "no page holds a frame of a reservation no block refers to");
+            self.resv.remove(&base);
+            self.frames.free_block(base, self.paging.block_pages);
+        }
+    }
+
+    /// The mapping kind a block's state calls for.
+    fn kind_of(&self, b: &Block) -> Kind {
+        if b.resident == 0 {
+            Kind::None
+        } else if b.resv.is_none() || b.placed != b.resident {
+            Kind::Base
+        } else if b.resident == self.full && self.paging.superpages != Superpages::None {
+            Kind::Super
+        } else if self.paging.partial_subblock {
+            Kind::Partial
+        } else {
+            Kind::Base
+        }
+    }
+
+    /// Brings block `vb` of `asid` from its mapping `old` of pages `old_res` to the mapping its
+    /// new state calls for, appending the page-table ops. Returns true when mappings of pages
+    /// that stay resident changed kind (the block's TLB entries must be shot down).
+    fn remap(&mut self, asid: Asid, vb: u64, old: Kind, old_res: u64, b: &mut Block, ops: &mut Vec<PtOp>) -> bool {
+        let new = self.kind_of(b);
+        let first = vb * self.paging.block_pages;
+        let (added, gone) = (b.resident & !old_res, old_res & !b.resident);
+        b.kind = new;
+        match (old, new) {
+            (Kind::Base, Kind::Base) => {
+                for j in bits(gone) {
+                    ops.push(PtOp::Unmap(asid, Vpn(first + j)));
+                }
+                for j in bits(added) {
+                    ops.push(PtOp::Map(asid, Vpn(first + j), self.base_pte(asid, first + j)));
+                }
+                false
+            }
+            (Kind::Partial, Kind::Partial) => {
+                if gone != 0 {
+                    ops.push(PtOp::Unmap(asid, Vpn(first + old_res.trailing_zeros() as u64)));
+                }
+                self.push_block_map(asid, first, b, ops);
+                false
+            }
+            _ => {
+                match old {
+                    Kind::None => {}
+                    Kind::Base => {
+                        for j in bits(old_res) {
+                            ops.push(PtOp::Unmap(asid, Vpn(first + j)));
+                        }
+                    }
+                    Kind::Partial | Kind::Super => {
+                        ops.push(PtOp::Unmap(asid, Vpn(first + old_res.trailing_zeros() as u64)))
+                    }
+                }
+                match new {
+                    Kind::None => {}
+                    Kind::Base => {
+                        for j in bits(b.resident) {
+                            ops.push(PtOp::Map(asid, Vpn(first + j), self.base_pte(asid, first + j)));
+                        }
+                    }
+                    Kind::Partial | Kind::Super => self.push_block_map(asid, first, b, ops),
+                }
+                let s = &mut self.stats;
+                match old {
+                    Kind::Partial => s.partial_subblock_ptes -= 1,
+                    Kind::Super => s.superpages -= 1,
+                    _ => {}
+                }
+                match new {
+                    Kind::Partial => s.partial_subblock_ptes += 1,
+                    Kind::Super => s.superpages += 1,
+                    _ => {}
+                }
+                let reshaped = old != Kind::None && new != Kind::None;
+                if reshaped && new == Kind::Super {
+                    s.promotions += 1;
+                }
+                if reshaped && old == Kind::Super {
+                    s.demotions += 1;
+                }
+                reshaped
+            }
+        }
+    }
+
+    /// A base PTE for resident page `vpn` of `asid`.
+    fn base_pte(&self, asid: Asid, vpn: u64) -> Pte {
+        Pte::base(Pfn(self.resident[&(asid.0, vpn)]), self.paging.page_size)
+    }
+
+    /// The `Map` of a block's superpage or partial-subblock PTE, named by its lowest page.
+    fn push_block_map(&self, asid: Asid, first: u64, b: &Block, ops: &mut Vec<PtOp>) {
+        let j = b.resident.trailing_zeros() as u64;
+        let base = b.resv.expect("superpage and partial-subblock blocks are reserved");
+        let valid = if b.kind == Kind::Partial { b.resident } else { 0 };
+        ops.push(PtOp::Map(asid, Vpn(first + j), Pte { pfn: Pfn(base + j), size: self.paging.block_size(), valid }));
     }
 }
 
@@ -178,5 +806,60 @@ mod tests {
         os.fault_in(Asid(0), Vpn(0)).unwrap();
         os.fault_in(Asid(0), Vpn(1)).unwrap();
         assert!(os.fault_in(Asid(0), Vpn(2)).is_err());
+    }
+
+    fn parse(text: &str) -> OsConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn paging_keys_parse_and_default_to_base_pages() {
+        let d = OsConfig::default();
+        assert!(!d.reservation && !d.partial_subblock);
+        assert_eq!((d.block_pages, d.reservation_failure, d.superpages), (16, 0.0, Superpages::None));
+        assert_eq!(d.validate(4096), Ok(()));
+        let c = parse(
+            "reservation = true\nblock_pages = 8\nreservation_failure = 0.25\nsuperpages = \"promote\"\n\
+             partial_subblock = true",
+        );
+        assert!(c.reservation && c.partial_subblock);
+        assert_eq!((c.block_pages, c.reservation_failure, c.superpages), (8, 0.25, Superpages::Promote));
+        assert_eq!(c.validate(4096), Ok(()));
+        assert_eq!(parse("superpages = \"static\"").superpages, Superpages::Static);
+        assert!(toml::from_str::<OsConfig>("superpages = \"dynamic\"").is_err());
+        assert!(toml::from_str::<OsConfig>("reservations = true").is_err());
+    }
+
+    #[test]
+    fn bad_paging_values_name_their_key() {
+        let key = |text: &str| parse(text).validate(4096).unwrap_err().key;
+        for bad in ["block_pages = 1", "block_pages = 12", "block_pages = 128", "block_pages = 0"] {
+            assert_eq!(key(&format!("reservation = true\n{bad}")), "os.block_pages", "{bad}");
+        }
+        assert_eq!(key("reservation_failure = 1.5"), "os.reservation_failure");
+        assert_eq!(key("reservation_failure = -0.1"), "os.reservation_failure");
+        assert_eq!(key("reservation_failure = nan"), "os.reservation_failure");
+        assert_eq!(key("superpages = \"static\""), "os.superpages");
+        assert_eq!(key("superpages = \"promote\""), "os.superpages");
+        assert_eq!(key("partial_subblock = true"), "os.partial_subblock");
+        let huge = parse("reservation = true\nblock_pages = 64");
+        assert_eq!(huge.validate(1 << 60).unwrap_err().key, "os.block_pages");
+        assert_eq!(parse("reservation_failure = 1.0").validate(4096), Ok(()));
+    }
+
+    #[test]
+    fn base_page_paging_emits_base_ptes() {
+        let mut os = Os::new(FrameAllocator::new(AllocatorKind::Sequential, 16, 0, 0.0));
+        let (mut ops, mut sd) = (Vec::new(), Vec::new());
+        let p = os.fault(Asid(3), Vpn(7), &mut ops, &mut sd).unwrap();
+        assert_eq!(ops, vec![PtOp::Map(Asid(3), Vpn(7), Pte::base(p, PageSize::SIZE_4K))]);
+        assert!(sd.is_empty());
+        assert_eq!(os.mapping(Asid(3), Vpn(7)), Some(Pte::base(p, PageSize::SIZE_4K)));
+        assert_eq!(os.mapping(Asid(3), Vpn(8)), None);
+        ops.clear();
+        assert_eq!(os.unmap_range(Asid(3), Vpn(0), Vpn(u64::MAX), &mut ops, &mut sd), 1);
+        assert_eq!(ops, vec![PtOp::Unmap(Asid(3), Vpn(7))]);
+        assert_eq!(sd, vec![(Asid(3), Vpn(0), Vpn(u64::MAX))]);
+        assert_eq!(os.stats().frames_in_use, 0);
     }
 }

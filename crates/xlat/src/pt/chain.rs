@@ -413,6 +413,8 @@ impl Chained {
                 if let Some(p) = self.words[n.first as usize + w as usize].translate(vpn.0, self.base_shift) {
                     return Some(p);
                 }
+                // On down the chain: the next pointer (in the tag's line under `paper` lines).
+                lines.read(rec, n.addr, WORD, WORD);
             } else {
                 lines.read(rec, n.addr, 0, 2 * WORD);
             }
@@ -463,6 +465,9 @@ impl Chained {
                         *o = w.translate(n.start + k as u64, self.base_shift);
                         remaining -= o.is_some() as usize;
                     }
+                }
+                if remaining > 0 {
+                    lines.read(rec, n.addr, WORD, WORD);
                 }
             } else {
                 lines.read(rec, n.addr, 0, 2 * WORD);
