@@ -51,6 +51,7 @@ pub mod config;
 pub mod cost;
 pub mod engine;
 pub mod os;
+pub mod plot;
 pub mod pt;
 pub mod report;
 pub mod snapshot;
