@@ -8,12 +8,13 @@ cd "$(dirname "$0")/.."
 # lackey), gzip (a program traced), zstd (scripts/make-demo-trace.sh), qemu-x86_64 from
 # qemu-user and cc from gcc (`xlat trace` runs programs under QEMU with a plugin compiled on
 # first use); and the programs of the small workload suite (workloads/manifest.toml): sqlite3,
-# make, bzip2, xz from xz-utils and /usr/bin/python3 from python3-minimal. Missing ones are
-# installed.
+# make, bzip2, xz from xz-utils and /usr/bin/python3 from python3-minimal; and the font PNG
+# charts are drawn with (fonts-dejavu-core). Missing ones are installed.
 need=()
 for pair in valgrind:valgrind gzip:gzip zstd:zstd qemu-x86_64:qemu-user cc:gcc \
-  sqlite3:sqlite3 make:make bzip2:bzip2 xz:xz-utils /usr/bin/python3:python3-minimal; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+  sqlite3:sqlite3 make:make bzip2:bzip2 xz:xz-utils /usr/bin/python3:python3-minimal \
+  /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core; do
+  [ -f "${pair%%:*}" ] || command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
