@@ -350,6 +350,7 @@ impl Config {
             ));
         }
         self.os.global_ranges()?;
+        self.os.validate(self.page_size)?;
         // The models check their own parameters (cheap: the structures start empty).
         let page_size = crate::addr::PageSize::from_bytes(self.page_size).expect("checked above");
         crate::pt::PageTable::new(&self.page_table, page_size)?;

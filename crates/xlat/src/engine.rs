@@ -9,7 +9,7 @@
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
-use crate::os::{FrameAllocator, Os, OutOfMemory, PtOp};
+use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
 use crate::pt::{PageTable, ParamError, Pte, WalkEnv, WalkRecord};
 use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
@@ -174,10 +174,9 @@ impl System {
         // Other levels' reserved entries only shrink their main partitions.
         let pt = PageTable::new(&config.page_table, page_size)?;
         let frames = config.os.memory_bytes / config.page_size;
-        let os = Os::new(
+        let os = Os::with_paging(
             FrameAllocator::new(config.os.frame_allocator, frames, config.os.seed, config.os.fragmentation),
-            &config.os,
-            page_size,
+            Paging::new(&config.os, page_size)?,
         );
         // A path prefetches subblocks if one of its complete-subblock structures does.
         let prefetch_of = |v: &[usize]| {
@@ -484,10 +483,9 @@ impl System {
         let pte = match walked {
             Some(pte) => pte,
             None => {
-                let r = self.fault(asid, vpn);
-                if r.is_err() {
+                if let Err(e) = self.fault(asid, vpn) {
                     self.block = block;
-                    r?;
+                    return Err(e);
                 }
                 self.stats.page_faults += 1;
                 if prefetch > 0 {
@@ -561,7 +559,7 @@ impl System {
                 self.stats.events.forks += 1;
                 let mut ops = std::mem::take(&mut self.ops);
                 ops.clear();
-                self.os.fork(self.asid, Asid(child), &mut ops);
+                self.os.fork_ops(self.asid, Asid(child), &mut ops);
                 self.apply(&ops, &[]);
                 self.ops = ops;
             }
