@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < (1 << 16); i++) {
             a[i] += (unsigned long)i * 3 + r;
             b[(i * 5) & ((1 << 16) - 1)] = s;
-            s += a[(i * 7) & ((1 << 16) - 1)];
+            s += a[(i * 7) & ((1 << 16) - 1)] + b[(i * 3) & ((1 << 16) - 1)];
         }
     printf("exec-probe %s %lu\n", argc > 1 ? argv[1] : "-", s & 0xff);
     return 0;
@@ -324,6 +324,33 @@ fn without_children_exec_d_programs_are_not_traced_and_the_shim_is_not_loaded() 
     let o = ok(run(&["trace", "--children", "-o", s(&out), "--", "/bin/sh", "-c", "echo \"preload=$LD_PRELOAD\""]));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("preload=/") && text.contains("xlat_exec_shim"), "{text}");
+}
+
+/// Statically linked: runs `sh -c "PROG n 1; true"` with `execl` (no preloaded shim can wrap it).
+const STATIC_EXEC_C: &str = r#"
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s n 1; true", argc > 1 ? argv[1] : "false");
+    execl("/bin/sh", "sh", "-c", cmd, (char *)0);
+    return 9;
+}
+"#;
+
+#[test]
+fn qemu_children_cannot_follow_the_exec_of_a_static_program() {
+    let prog = exec_program();
+    let caller = compile("staticexec", STATIC_EXEC_C, &["-static"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("static.xtr");
+    let o = ok(run(&["trace", "--children", "-o", s(&out), "--", s(&caller), s(&prog)]));
+    // The shell and the program ran (natively): the shim, inherited through LD_PRELOAD, stays
+    // inert outside QEMU, so only the static caller's image is traced.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("exec-probe n "));
+    let p = per_asid(&out);
+    assert_eq!(p.exits, vec![0], "{p:?}");
+    assert!(p.maps.iter().all(|m| m.1 != 1 << 20), "{:?}", p.maps);
 }
 
 #[test]

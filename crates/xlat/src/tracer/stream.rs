@@ -217,7 +217,7 @@ impl Demux {
 
     fn runnable_with_records(&self, a: usize) -> bool {
         let p = &self.procs[a];
-        !p.waiting_for_fork && p.head < p.queue.len() && p.prev.is_none_or(|o| self.procs[o as usize].exit_emitted)
+        !p.waiting_for_fork && p.head < p.queue.len() && p.prev.map_or(true, |o| self.procs[o as usize].exit_emitted)
     }
 
     /// The next process after `from` (round robin) that can run and has records.
@@ -630,6 +630,44 @@ mod tests {
         let refs = out.iter().filter(|r| matches!(r, Record::Access { .. })).count();
         assert_eq!(refs, 1 + 5 + 3 + 4);
         assert_eq!(out.iter().filter(|r| matches!(r, Record::Exit { .. })).count(), 2);
+    }
+
+    #[test]
+    fn an_exec_record_starts_a_new_image_that_runs_after_the_old_one_exits() {
+        // The forked child (pid 11) runs, then execs; its new image's records arrive before
+        // the parent's Fork record.
+        let mut start = vec![R_START];
+        start.extend_from_slice(&10u32.to_le_bytes());
+        start.extend(loads(0x9000, 2));
+        let mut image = vec![R_EXEC];
+        image.extend(loads(0x5000, 3));
+        let mut parent = loads(0x1000, 1);
+        parent.push(R_FORK);
+        parent.extend_from_slice(&11u32.to_le_bytes());
+        parent.extend(loads(0x1000, 2));
+        let mut stream = chunk(10, &loads(0x500, 1));
+        stream.extend(chunk(11, &start));
+        stream.extend(chunk(11, &image));
+        stream.extend(chunk(10, &parent));
+        let (out, d) = decode_all(&stream, 100);
+        assert_eq!(d.stats().processes, 3);
+        assert_eq!((d.pid(1), d.pid(2)), (Some(11), Some(11)));
+        // The Fork names the forked process (its first image), and the order is: parent up to
+        // the fork, the child's first image and its exit, then its new image.
+        let pos = |r: Record| out.iter().position(|x| *x == r).unwrap_or_else(|| panic!("{r:?} in {out:?}"));
+        let fork = pos(Record::Fork { child: 1 });
+        let old_exit = pos(Record::Exit { asid: 1 });
+        let new_runs = pos(Record::ContextSwitch { asid: 2 });
+        let new_first = pos(Record::Access { kind: Kind::Load, size: 8, addr: 0x5000 });
+        let old_first = pos(Record::Access { kind: Kind::Load, size: 8, addr: 0x9000 });
+        assert!(fork < old_first && old_first < old_exit && old_exit < new_runs && new_runs < new_first, "{out:?}");
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Exit { .. })).count(), 3);
+        // A pid first seen with an exec record (its parent untraced) has one image.
+        let mut lone = vec![R_EXEC];
+        lone.extend(loads(0x7000, 2));
+        let (out, d) = decode_all(&chunk(30, &lone), 100);
+        assert_eq!(d.stats().processes, 1);
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Access { .. })).count(), 2);
     }
 
     #[test]
