@@ -337,7 +337,22 @@ XS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
         fn real = (fn)dlsym(RTLD_NEXT, "execvpe");
         return real ? real(file, argv, envp) : -1;
     }
-    return run(NULL, NULL, NULL, path, argv, envp);
+    run(NULL, NULL, NULL, path, argv, envp);
+    if (errno == ENOEXEC) {
+        /* As the C library does: a file that is no program is run by the shell. */
+        size_t n = count(argv);
+        char *sh[n + 3];
+        sh[0] = "/bin/sh";
+        sh[1] = path;
+        for (size_t i = 1; i <= n; i++) {
+            sh[i + 1] = argv[i];
+        }
+        if (n == 0) {
+            sh[2] = NULL;
+        }
+        run(NULL, NULL, NULL, "/bin/sh", sh, envp);
+    }
+    return -1;
 }
 
 XS_EXPORT int execvp(const char *file, char *const argv[])
