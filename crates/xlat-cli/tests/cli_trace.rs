@@ -312,10 +312,11 @@ fn without_children_exec_d_programs_are_not_traced_and_the_shim_is_not_loaded() 
     let prog = exec_program();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("plain.xtr");
-    let script = format!("echo \"preload=$LD_PRELOAD\"; {} a 1 | cat", s(&prog));
+    let script = format!("echo \"preload=$LD_PRELOAD shim=$XLAT_EXEC_SHIM\"; {} a 1 | cat", s(&prog));
     let o = ok(run(&["trace", "-o", s(&out), "--", "/bin/sh", "-c", &script]));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("preload=\n") && text.contains("exec-probe a "), "{text}");
+    assert!(text.contains(" shim=\n") && !text.contains("xlat_exec_shim"), "{text}");
+    assert!(text.contains("exec-probe a "), "{text}");
     // sh and its two forks; the exec'd programs ran untraced.
     let p = per_asid(&out);
     assert_eq!(p.exits.len(), 3, "{p:?}");
