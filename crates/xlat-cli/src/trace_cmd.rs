@@ -30,7 +30,7 @@ pub struct TracerArgs {
     /// Tracing backend: QEMU user mode with xlat's plugin, or valgrind's lackey (slower).
     #[arg(long, default_value = "qemu", value_parser = ["qemu", "lackey"])]
     backend: String,
-    /// Also trace programs started with execve (lackey backend only).
+    /// Also trace programs started with execve (each exec'd image gets its own ASID).
     #[arg(long)]
     children: bool,
     /// Scheduling quantum: references a process issues before the next one runs.

@@ -168,9 +168,204 @@ fn lackey_children_gives_an_exec_d_image_its_own_asid() {
     let v = info(&out);
     assert_eq!(u(&v, "/processes"), 2, "sh and the /bin/true it became: {v}");
     assert_eq!(u(&v, "/events/exit"), 2);
-    // Without --children the exec'd program is not traced; QEMU refuses --children.
-    let e = expect_error(&run(&["trace", "--children", "-o", s(&out), "--", "/bin/true"]), "qemu --children");
-    assert_mentions(&e, &["--children", "lackey", "execve"]);
+}
+
+/// Prints its first argument, maps 1 MB and touches it, then runs `argv[2]` (default 12) rounds
+/// of loops with loads, stores and read-modify-writes (dynamically linked: the exec shim is
+/// preloaded into it under `--children`).
+const EXEC_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+static unsigned long a[1 << 16];
+static volatile unsigned long b[1 << 16];
+int main(int argc, char **argv) {
+    char *p = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    for (int i = 0; i < (1 << 20); i += 4096) p[i] = 1;
+    int rounds = argc > 2 ? atoi(argv[2]) : 12;
+    unsigned long s = 0;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < (1 << 16); i++) {
+            a[i] += (unsigned long)i * 3 + r;
+            b[(i * 5) & ((1 << 16) - 1)] = s;
+            s += a[(i * 7) & ((1 << 16) - 1)] + b[(i * 3) & ((1 << 16) - 1)];
+        }
+    printf("exec-probe %s %lu\n", argc > 1 ? argv[1] : "-", s & 0xff);
+    return 0;
+}
+"#;
+
+fn exec_program() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| compile("execprobe", EXEC_C, &[])).clone()
+}
+
+/// What a trace holds per ASID, read record by record.
+#[derive(Debug, Default)]
+struct PerAsid {
+    kinds: std::collections::BTreeMap<u32, [u64; 4]>,
+    /// (asid, len) of every map.
+    maps: Vec<(u32, u64)>,
+    /// (parent, child).
+    forks: Vec<(u32, u32)>,
+    /// Exits in order.
+    exits: Vec<u32>,
+    /// Position (record index) of the first record run under each ASID.
+    first_run: std::collections::BTreeMap<u32, usize>,
+    /// Position of each ASID's exit.
+    exit_at: std::collections::BTreeMap<u32, usize>,
+}
+
+fn per_asid(path: &Path) -> PerAsid {
+    use xlat::trace::{open::open_reader, Record};
+    let mut r = open_reader(s(path), None).unwrap();
+    let mut buf = Vec::new();
+    let mut p = PerAsid::default();
+    let (mut asid, mut at) = (0u32, 0usize);
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        for rec in &buf {
+            match *rec {
+                Record::Process { asid: a } | Record::ContextSwitch { asid: a } => {
+                    asid = a;
+                    p.first_run.entry(a).or_insert(at);
+                }
+                Record::Access { kind, .. } => p.kinds.entry(asid).or_default()[kind as usize] += 1,
+                Record::Map { len, .. } => p.maps.push((asid, len)),
+                Record::Fork { child } => p.forks.push((asid, child)),
+                Record::Exit { asid: a } => {
+                    p.exits.push(a);
+                    p.exit_at.insert(a, at);
+                }
+                _ => {}
+            }
+            at += 1;
+        }
+    }
+    p
+}
+
+fn within_one_percent(got: [u64; 4], want: [u64; 4]) -> bool {
+    (0..4).all(|k| (got[k] as f64 - want[k] as f64).abs() <= 0.01 * (want[k] as f64).max(1.0))
+}
+
+#[test]
+fn qemu_children_traces_every_exec_d_image() {
+    let prog = exec_program();
+    let dir = tempfile::tempdir().unwrap();
+    // The program traced directly, as the reference for its counts.
+    let direct = dir.path().join("direct.xtr");
+    trace(&direct, &[], &[s(&prog), "x"]);
+    let want = per_asid(&direct).kinds[&0];
+    assert!(want[2] > 500_000 && want[3] > 500_000, "the program stores and modifies: {want:?}");
+
+    let out = dir.path().join("sh.xtr");
+    let script = format!("{p} a; {p} b | cat", p = s(&prog));
+    let o = ok(run(&["trace", "--children", "--quantum", "5000", "-o", s(&out), "--", "/bin/sh", "-c", &script]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("exec-probe a ") && text.contains("exec-probe b "), "{text}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("program exit status 0") && err.contains("7 processes"), "{err}");
+    // sh; three forks of it; each replaced by an exec'd image (the program twice, cat).
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 7, "{v}");
+    assert_eq!(u(&v, "/events/fork"), 3, "{v}");
+    assert_eq!(u(&v, "/events/exit"), 7, "every image exits once: {v}");
+    let p = per_asid(&out);
+    assert_eq!(p.exits.len(), 7);
+    // The program's 1 MB map: once per run, in two different images.
+    let big: Vec<u32> = p.maps.iter().filter(|m| m.1 == 1 << 20).map(|m| m.0).collect();
+    assert_eq!(big.len(), 2, "{:?}", p.maps);
+    assert_ne!(big[0], big[1]);
+    for a in &big {
+        // An exec'd image: not sh (0), not a forked process (the fork child ran sh's code).
+        assert!(*a != 0 && p.forks.iter().all(|f| f.1 != *a), "asid {a}: {:?}", p.forks);
+        assert!(within_one_percent(p.kinds[a], want), "asid {a}: {:?} vs {want:?} traced directly", p.kinds[a]);
+        // The image replaced by the exec ended before the new one ran.
+        let forked = p.forks.iter().map(|f| f.1).filter(|c| p.exit_at[c] < p.first_run[a]).count();
+        assert!(forked >= 1, "an old image exits before asid {a} runs: {p:?}");
+    }
+    // Each forked child exits (its image was replaced) and was forked by sh.
+    for f in &p.forks {
+        assert_eq!(f.0, 0, "{:?}", p.forks);
+        assert!(p.exit_at.contains_key(&f.1));
+    }
+}
+
+#[test]
+fn qemu_children_runs_scripts_through_their_interpreter() {
+    let prog = exec_program();
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "probe.sh", format!("#!/bin/sh\n{} s 1\n", s(&prog)));
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = dir.path().join("script.xtr");
+    let o = ok(run(&["trace", "--children", "-o", s(&out), "--", "/bin/sh", "-c", &format!("{}; true", s(&script))]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("exec-probe s "));
+    // sh, its fork, the script's sh, its fork, the program.
+    let p = per_asid(&out);
+    assert_eq!(p.exits.len(), 5, "{p:?}");
+    assert_eq!(p.maps.iter().filter(|m| m.1 == 1 << 20).count(), 1);
+}
+
+#[test]
+fn without_children_exec_d_programs_are_not_traced_and_the_shim_is_not_loaded() {
+    let prog = exec_program();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plain.xtr");
+    let script = format!("echo \"preload=$LD_PRELOAD shim=$XLAT_EXEC_SHIM\"; {} a 1 | cat", s(&prog));
+    let o = ok(run(&["trace", "-o", s(&out), "--", "/bin/sh", "-c", &script]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(" shim=\n") && !text.contains("xlat_exec_shim"), "{text}");
+    assert!(text.contains("exec-probe a "), "{text}");
+    // sh and its two forks; the exec'd programs ran untraced.
+    let p = per_asid(&out);
+    assert_eq!(p.exits.len(), 3, "{p:?}");
+    assert!(p.maps.iter().all(|m| m.1 != 1 << 20), "{:?}", p.maps);
+    // With --children the guest has the shim preloaded.
+    let o = ok(run(&["trace", "--children", "-o", s(&out), "--", "/bin/sh", "-c", "echo \"preload=$LD_PRELOAD\""]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("preload=/") && text.contains("xlat_exec_shim"), "{text}");
+}
+
+/// Statically linked: runs `sh -c "PROG n 1; true"` with `execl` (no preloaded shim can wrap it).
+const STATIC_EXEC_C: &str = r#"
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s n 1; true", argc > 1 ? argv[1] : "false");
+    execl("/bin/sh", "sh", "-c", cmd, (char *)0);
+    return 9;
+}
+"#;
+
+#[test]
+fn qemu_children_cannot_follow_the_exec_of_a_static_program() {
+    let prog = exec_program();
+    let caller = compile("staticexec", STATIC_EXEC_C, &["-static"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("static.xtr");
+    let o = ok(run(&["trace", "--children", "-o", s(&out), "--", s(&caller), s(&prog)]));
+    // The shell and the program ran (natively): the shim, inherited through LD_PRELOAD, stays
+    // inert outside QEMU, so only the static caller's image is traced.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("exec-probe n "));
+    let p = per_asid(&out);
+    assert_eq!(p.exits, vec![0], "{p:?}");
+    assert!(p.maps.iter().all(|m| m.1 != 1 << 20), "{:?}", p.maps);
+}
+
+#[test]
+fn online_children_run_equals_trace_then_run() {
+    let prog = exec_program();
+    let dir = tempfile::tempdir().unwrap();
+    let tee = dir.path().join("tee.xtr");
+    let script = format!("{p} a 1; {p} b 1 | cat", p = s(&prog));
+    let args = ["run", "-p", "x86-64", "--children", "--quantum", "500", "--tee", s(&tee), "--json", "-", "--"];
+    let online = parse_json(&ok(run(&[&args[..], &["/bin/sh", "-c", &script]].concat())).stdout);
+    check_report(&online);
+    let offline = run_json(&["run", "-p", "x86-64", "-t", s(&tee)]);
+    assert_eq!(counters(&online), counters(&offline));
+    assert_eq!(per_asid(&tee).exits.len(), 7);
 }
 
 #[test]

@@ -26,10 +26,10 @@ fn manifest_has_at_least_ten_workloads_with_both_sizes() {
         assert!(!w.description.is_empty() && !w.package.is_empty(), "{}", w.name);
         assert!(w.command.iter().any(|a| a.contains("{input}")), "{}: the command never reads its input", w.name);
     }
-    // Multi-process workloads are traced with their children.
-    for name in ["pipeline", "make"] {
+    // Multi-process workloads are traced with their children, with QEMU.
+    for name in ["pipeline", "make", "gcc"] {
         let w = m.workload.iter().find(|w| w.name == name).unwrap_or_else(|| panic!("no {name}"));
-        assert!(w.backend == "lackey" && w.children, "{name}");
+        assert!(w.backend == "qemu" && w.children, "{name}");
     }
     // The hash depends on the size.
     let w = &m.workload[0];

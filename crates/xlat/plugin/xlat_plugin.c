@@ -16,6 +16,10 @@
  * memory access (from the memory callback) or all of them when the next block starts, at a
  * system call or at exit. So program order is kept at instruction granularity.
  *
+ * Under `xlat trace --children`, programs exec'd by the traced ones run under QEMU again (see
+ * xlat_exec_shim.c) with the argument `exec=1`: such an instance first sends an exec record, so
+ * the reader gives the process's new image a new ASID.
+ *
  * The plugin API is declared below from QEMU's documentation of version 1 of the API (QEMU
  * 7.2): only the functions used here.
  */
@@ -101,6 +105,7 @@ enum {
     R_FORK = 0x04,   /* child pid:u32 */
     R_EXIT = 0x05,   /* (none) */
     R_START = 0x06,  /* parent pid:u32: first record of a forked process */
+    R_EXEC = 0x07,   /* (none): first record of a new program image of the process (execve) */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -511,9 +516,13 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 XP_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
 {
     const char *path = NULL;
+    bool exec_image = false;
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "fifo=", 5) == 0) {
             path = argv[i] + 5;
+        } else if (strcmp(argv[i], "exec=1") == 0) {
+            /* Started by the exec shim (xlat_exec_shim.c): this process replaced its image. */
+            exec_image = true;
         }
     }
     if (!path) {
@@ -524,9 +533,13 @@ XP_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, 
         fprintf(stderr, "xlat plugin: only x86_64 guests are supported, not %s\n", info->target_name);
         return -1;
     }
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    /* A new image opens without blocking: if xlat stopped reading, it fails instead of waiting. */
+    int fd = open(path, O_WRONLY | O_CLOEXEC | (exec_image ? O_NONBLOCK : 0));
     if (fd < 0) {
         die("cannot open the trace FIFO");
+    }
+    if (exec_image) {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     }
     /* Out of the way of the guest's own descriptors (it shares the descriptor table). */
     struct rlimit rl;
@@ -545,5 +558,13 @@ XP_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, 
     qemu_plugin_register_vcpu_syscall_cb(id, syscall_cb);
     qemu_plugin_register_vcpu_syscall_ret_cb(id, syscall_ret_cb);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    if (exec_image) {
+        /* Announce the new image before any of its records. */
+        static struct buf first;
+        first.len = HEADER;
+        first.owner = cur_pid;
+        put8(&first, R_EXEC);
+        flush(&first);
+    }
     return 0;
 }

@@ -150,9 +150,20 @@ impl BarChart {
     pub fn write_png(&self, path: &Path) -> Result<(), PlotError> {
         let layout = self.layout()?;
         png_font()?;
-        let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-        self.draw(&root, &layout)?;
-        root.present().map_err(|e| PlotError::Write { path: path.to_owned(), message: e.to_string() })
+        let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+            self.draw(&root, &layout)?;
+            root.present().map_err(|e| self.draw_error(e))?;
+        }
+        let write_error = |message: String| PlotError::Write { path: path.to_owned(), message };
+        let file = std::fs::File::create(path).map_err(|e| write_error(e.to_string()))?;
+        let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| write_error(e.to_string()))?;
+        writer.write_image_data(&rgb).map_err(|e| write_error(e.to_string()))?;
+        writer.finish().map_err(|e| write_error(e.to_string()))
     }
 
     /// The values as CSV: a header `category,<series names>`, then one row per category; a

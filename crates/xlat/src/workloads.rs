@@ -77,7 +77,7 @@ pub struct Workload {
     /// Tracing backend: `qemu` (default) or `lackey`.
     #[serde(default = "default_backend")]
     pub backend: String,
-    /// Trace programs started with `execve` too (lackey only).
+    /// Trace programs started with `execve` too (each exec'd image gets its own ASID).
     #[serde(default)]
     pub children: bool,
     /// Further programs needed, as program name to Debian package.
@@ -239,9 +239,6 @@ impl Manifest {
             }
             if Backend::from_name(&w.backend).is_none() {
                 return Err(err(format!("{at}: `backend` must be qemu or lackey, not '{}'", w.backend)));
-            }
-            if w.children && w.backend != "lackey" {
-                return Err(err(format!("{at}: `children = true` needs `backend = \"lackey\"`")));
             }
             if !KINDS.contains(&w.setup.kind.as_str()) {
                 return Err(err(format!(

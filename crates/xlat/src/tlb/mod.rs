@@ -422,10 +422,10 @@ impl Tlb {
 
     #[inline(never)]
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        let slot = self.find(asid.0, vpn.0)?;
+        let (slot, data) = self.find(asid.0, vpn.0)?;
         self.commit();
         self.touch(slot);
-        let data = self.data_for(slot, vpn.0);
+        let data = if data.shift == self.cs_shift { self.cs_data(slot, vpn.0) } else { data };
         // Replace the less recently used filter entry (the only one under NRU).
         let f = &mut self.filter;
         let i = if f.width == 1 || f.used[0] <= f.used[1] { 0 } else { 1 };
@@ -456,6 +456,12 @@ impl Tlb {
         if data.shift != self.cs_shift {
             return data;
         }
+        self.cs_data(slot, vpn)
+    }
+
+    /// The base-page translation of `vpn` in complete-subblock entry `slot`.
+    #[inline(never)]
+    fn cs_data(&self, slot: u32, vpn: u64) -> TlbData {
         let bp = 1usize << self.block_log;
         let i = slot as usize * bp + (vpn as usize & (bp - 1));
         TlbData { pfn: self.frames[i], shift: self.base.shift() as u8, valid: 0 }
@@ -486,12 +492,16 @@ impl Tlb {
 
     /// The entry translating base page `vpn` of `asid`, without changing any replacement state.
     pub fn probe(&self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
-        self.find(asid.0, vpn.0).map(|s| self.entry(s))
+        self.find(asid.0, vpn.0).map(|(s, _)| self.entry(s))
     }
 
-    /// The slot translating `vpn`: smallest size first, own ASID before [`GLOBAL`].
+    /// The slot translating `vpn` and its data: smallest size first, own ASID before [`GLOBAL`].
     #[inline(always)]
-    fn find(&self, asid: u32, vpn: u64) -> Option<u32> {
+    fn find(&self, asid: u32, vpn: u64) -> Option<(u32, TlbData)> {
+        if self.present == 1 {
+            // Base-page entries only.
+            return self.find_at(asid, vpn, 0);
+        }
         let mut sizes = self.present;
         while sizes != 0 {
             let k = sizes.trailing_zeros();
@@ -503,22 +513,24 @@ impl Tlb {
         None
     }
 
-    /// The slot of size 2^k base pages translating `vpn`, if any.
+    /// The slot of size 2^k base pages translating `vpn` and its data, if any.
     #[inline(always)]
-    fn find_at(&self, asid: u32, vpn: u64, k: u32) -> Option<u32> {
+    fn find_at(&self, asid: u32, vpn: u64, k: u32) -> Option<(u32, TlbData)> {
         let tag = vpn >> k;
         let key = key_of(tag, k);
         let idx = vpn & low_bits(k);
         if let Some(index) = &self.index {
             if let Some(s) = index.get(key, asid) {
-                if translates(&self.slots[s as usize].data, idx) {
-                    return Some(s);
+                let data = self.slots[s as usize].data;
+                if translates(&data, idx) {
+                    return Some((s, data));
                 }
             }
             if self.globals > 0 {
                 if let Some(s) = index.get(key, GLOBAL) {
-                    if translates(&self.slots[s as usize].data, idx) {
-                        return Some(s);
+                    let data = self.slots[s as usize].data;
+                    if translates(&data, idx) {
+                        return Some((s, data));
                     }
                 }
             }
@@ -530,10 +542,10 @@ impl Tlb {
         for (w, s) in self.slots[base..base + ways].iter().enumerate() {
             if s.key == key && translates(&s.data, idx) {
                 if s.asid == asid {
-                    return Some((base + w) as u32);
+                    return Some(((base + w) as u32, s.data));
                 }
                 if s.asid == GLOBAL {
-                    global = Some((base + w) as u32);
+                    global = Some(((base + w) as u32, s.data));
                 }
             }
         }
@@ -550,6 +562,7 @@ impl Tlb {
         self.slots[base..base + ways].iter().position(|s| s.key == key && s.asid == asid).map(|w| (base + w) as u32)
     }
 
+    #[inline(always)]
     fn entry(&self, slot: u32) -> TlbEntry {
         let s = self.slots[slot as usize];
         TlbEntry { tag: key_of(s.key, self.pages_log(&s.data)), asid: s.asid, data: s.data }
@@ -580,7 +593,6 @@ impl Tlb {
     fn install(&mut self, asid: u32, tag: u64, k: u32, data: TlbData) -> (u32, Option<TlbEntry>) {
         let key = key_of(tag, k);
         debug_assert!(k == 0 || tag < 1 << KEY_SHIFT, "VPN too large for entries of several sizes");
-        debug_assert!(self.find_exact(asid, tag, key).is_none(), "entry already present");
         let set = self.set_of(tag);
         let ways = self.geometry.ways;
         // An insertion reads and changes the replacement state: bring it up to date first.

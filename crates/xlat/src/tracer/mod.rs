@@ -58,8 +58,8 @@ pub struct TraceSpec {
     pub command: Vec<OsString>,
     /// Backend.
     pub backend: Backend,
-    /// Trace programs started by `execve` too (lackey only: QEMU user mode does not follow
-    /// `execve`).
+    /// Trace programs started by `execve` too (with QEMU through the exec shim, see
+    /// `docs/tracing.md`; with lackey through valgrind's `--trace-children=yes`).
     pub children: bool,
     /// Scheduling quantum in references.
     pub quantum: u64,
@@ -113,7 +113,7 @@ pub enum TracerError {
     #[error("{0}")]
     Command(String),
     /// The plugin did not compile.
-    #[error("cannot build the QEMU plugin {path}: {message}")]
+    #[error("cannot build {path} (xlat's QEMU plugin or exec shim): {message}")]
     Build {
         /// The source file.
         path: String,

@@ -1,5 +1,6 @@
-//! xlat's QEMU plugin: its C source (embedded in the binary) and its build, on first use, with
-//! the system C compiler into a cache directory keyed by a hash of the source and flags.
+//! xlat's QEMU plugin and exec shim: their C sources (embedded in the binary) and their builds,
+//! on first use, with the system C compiler into a cache directory keyed by a hash of the source
+//! and flags.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,13 +22,24 @@ fn fnv1a(data: &[u8], mut h: u64) -> u64 {
     h
 }
 
-/// The cache key of the current source and flags.
-pub fn key() -> String {
-    let mut h = fnv1a(SOURCE.as_bytes(), 0xcbf2_9ce4_8422_2325);
-    for f in CFLAGS {
+/// The exec shim's C source (`crates/xlat/plugin/xlat_exec_shim.c`), preloaded into the traced
+/// programs under `--children` (docs/tracing.md, "Following execve").
+pub const SHIM_SOURCE: &str = include_str!("../../plugin/xlat_exec_shim.c");
+
+/// The exec shim's compiler flags (part of its cache key).
+const SHIM_CFLAGS: &[&str] = &["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-std=gnu11", "-ldl"];
+
+fn key_of(source: &str, flags: &[&str]) -> String {
+    let mut h = fnv1a(source.as_bytes(), 0xcbf2_9ce4_8422_2325);
+    for f in flags {
         h = fnv1a(f.as_bytes(), h);
     }
     format!("{h:016x}")
+}
+
+/// The cache key of the current source and flags.
+pub fn key() -> String {
+    key_of(SOURCE, CFLAGS)
 }
 
 /// The cache directory: `$XDG_CACHE_HOME/xlat`, else `$HOME/.cache/xlat`, else a directory
@@ -44,26 +56,52 @@ pub fn cache_dir() -> PathBuf {
 
 /// The built plugin, compiling it first if the cache does not hold this source's build.
 pub fn ensure_built() -> Result<PathBuf, TracerError> {
+    ensure(&Unit { name: "xlat_plugin", source: SOURCE, flags: CFLAGS, why: "it compiles xlat's QEMU plugin" })
+}
+
+/// The built exec shim (`xlat_exec_shim-KEY.so` in the same cache), compiling it first if
+/// needed.
+pub fn ensure_shim_built() -> Result<PathBuf, TracerError> {
+    ensure(&Unit {
+        name: "xlat_exec_shim",
+        source: SHIM_SOURCE,
+        flags: SHIM_CFLAGS,
+        why: "it compiles xlat's exec shim for --children",
+    })
+}
+
+/// A C source built into a cached shared object.
+struct Unit {
+    name: &'static str,
+    source: &'static str,
+    flags: &'static [&'static str],
+    why: &'static str,
+}
+
+fn ensure(u: &Unit) -> Result<PathBuf, TracerError> {
     let dir = cache_dir();
-    let so = dir.join(format!("xlat_plugin-{}.so", key()));
+    let so = dir.join(format!("{}-{}.so", u.name, key_of(u.source, u.flags)));
     if so.is_file() {
         return Ok(so);
     }
-    build_into(&dir, &so)
+    build_into(u, &dir, &so)
 }
 
-fn build_into(dir: &Path, so: &Path) -> Result<PathBuf, TracerError> {
-    let cc = require_tool("cc", "gcc", "it compiles xlat's QEMU plugin")?;
+fn build_into(u: &Unit, dir: &Path, so: &Path) -> Result<PathBuf, TracerError> {
+    let cc = require_tool("cc", "gcc", u.why)?;
     std::fs::create_dir_all(dir).map_err(|e| TracerError::io(format!("{}: cannot create", dir.display()), e))?;
-    let tag = format!("{}-{}", std::process::id(), key());
-    let src = dir.join(format!("xlat_plugin-{tag}.c"));
-    let tmp = dir.join(format!("xlat_plugin-{tag}.so.partial"));
-    std::fs::write(&src, SOURCE).map_err(|e| TracerError::io(format!("{}: cannot write", src.display()), e))?;
+    let tag = format!("{}-{}", std::process::id(), key_of(u.source, u.flags));
+    let src = dir.join(format!("{}-{tag}.c", u.name));
+    let tmp = dir.join(format!("{}-{tag}.so.partial", u.name));
+    std::fs::write(&src, u.source).map_err(|e| TracerError::io(format!("{}: cannot write", src.display()), e))?;
+    // Libraries come after the source.
+    let (libs, flags): (Vec<&str>, Vec<&str>) = u.flags.iter().partition(|f| f.starts_with("-l"));
     let out = Command::new(&cc)
-        .args(CFLAGS)
+        .args(&flags)
         .arg("-o")
         .arg(&tmp)
         .arg(&src)
+        .args(&libs)
         .output()
         .map_err(|e| TracerError::io(format!("cannot run {}", cc.display()), e));
     let _ = std::fs::remove_file(&src);
@@ -73,7 +111,7 @@ fn build_into(dir: &Path, so: &Path) -> Result<PathBuf, TracerError> {
         let text = String::from_utf8_lossy(&out.stderr);
         let first: Vec<&str> = text.lines().filter(|l| l.contains("error")).take(2).collect();
         return Err(TracerError::Build {
-            path: "crates/xlat/plugin/xlat_plugin.c".to_string(),
+            path: format!("crates/xlat/plugin/{}.c", u.name),
             message: if first.is_empty() { format!("cc exited with {}", out.status) } else { first.join("; ") },
         });
     }

@@ -1,5 +1,6 @@
 //! The QEMU backend: `qemu-x86_64 -plugin xlat_plugin.so,fifo=PATH -- PROGRAM ARGS`, the FIFO
-//! read as the program runs.
+//! read as the program runs. Under `--children` the exec shim is preloaded into the guest
+//! (`-E LD_PRELOAD=...`) and runs every exec'd program under QEMU and the plugin again.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -39,13 +40,8 @@ pub(crate) fn start(
     outcome: Arc<Mutex<Option<TraceOutcome>>>,
 ) -> Result<std::thread::JoinHandle<()>, TracerError> {
     let qemu = require_tool("qemu-x86_64", "qemu-user", "it runs the traced program")?;
-    if spec.children {
-        return Err(TracerError::Command(
-            "--children needs --backend lackey: QEMU user mode does not follow execve (exec'd programs run untraced)"
-                .to_string(),
-        ));
-    }
     let so = plugin::ensure_built()?;
+    let shim = if spec.children { Some(plugin::ensure_shim_built()?) } else { None };
     let program = resolve_program(&spec.command)?;
     let dir = TempDir::new()?;
     let fifo = dir.0.join("stream");
@@ -67,15 +63,23 @@ pub(crate) fn start(
     let mut plugin_arg = so.into_os_string();
     plugin_arg.push(",fifo=");
     plugin_arg.push(fifo.as_os_str());
-    let mut child = Command::new(&qemu)
-        .arg("-plugin")
-        .arg(&plugin_arg)
+    let mut cmd = Command::new(&qemu);
+    cmd.arg("-plugin").arg(&plugin_arg);
+    if let Some(shim) = &shim {
+        // The shim for the guest only (not for QEMU itself), and what it needs to start QEMU.
+        let mut preload = std::ffi::OsString::from("LD_PRELOAD=");
+        preload.push(shim.as_os_str());
+        cmd.arg("-E").arg(preload);
+        cmd.env("XLAT_EXEC_QEMU", &qemu).env("XLAT_EXEC_PLUGIN", &plugin_arg).env("XLAT_EXEC_SHIM", shim);
+    }
+    let mut child = cmd
         .arg("--")
         .args(&program)
         .stdout(spec.stdout.stdio()?)
         .spawn()
         .map_err(|e| TracerError::io(format!("cannot start {}", qemu.display()), e))?;
     let quantum = spec.quantum;
+    let children = spec.children;
     let status_slot: Arc<Mutex<Option<std::process::ExitStatus>>> = Arc::new(Mutex::new(None));
     let slot = status_slot.clone();
     // The waiter: the program's status, then the stream may end.
@@ -89,7 +93,7 @@ pub(crate) fn start(
         let name = "qemu plugin stream";
         let mut demux = Demux::new(quantum);
         let mut dec = StreamDecoder::new(name);
-        let result = pump(reader, &mut dec, &mut demux, &mut sink, name);
+        let result = pump(reader, &mut dec, &mut demux, &mut sink, name, children);
         let _ = waiter.join();
         let status = *status_slot.lock().expect("status lock");
         if let Err(e) = result {
@@ -120,13 +124,25 @@ fn set_blocking(f: &File) {
     }
 }
 
-/// Reads the FIFO to its end, decoding and scheduling as data comes.
+/// True if process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses.
+        Ok(s) => s.rfind(')').and_then(|i| s[i + 1..].trim_start().chars().next()).is_some_and(|c| c != 'Z'),
+        Err(_) => false,
+    }
+}
+
+/// Reads the FIFO to its end, decoding and scheduling as data comes. With `children`, the end
+/// of the stream (no writer left) is final only once no traced process that has not exited is
+/// alive: one may be between its `execve` and its new plugin's opening of the FIFO.
 fn pump(
     mut reader: File,
     dec: &mut StreamDecoder,
     demux: &mut Demux,
     sink: &mut Sink,
     name: &str,
+    children: bool,
 ) -> Result<(), TraceError> {
     let mut buf = vec![0u8; 1 << 20];
     let mut have = 0usize;
@@ -137,6 +153,10 @@ fn pump(
             Err(e) => return Err(TraceError::Io { source_name: name.to_string(), error: e }),
         };
         if n == 0 {
+            if children && demux.live_pids().into_iter().any(alive) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
             break;
         }
         have += n;

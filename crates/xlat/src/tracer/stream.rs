@@ -13,6 +13,7 @@
 //! | `0x04` | `child:u32` | fork of process `child` (a pid) |
 //! | `0x05` | | exit |
 //! | `0x06` | `parent:u32` | first record of a forked process |
+//! | `0x07` | | first record of a new program image of the process (`execve`) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
 //! A data access tag is `0x80 | store 0x40 | modify 0x20 | short 0x10 | log2(size)`; with the
@@ -36,6 +37,7 @@ const R_UNMAP: u8 = 0x03;
 const R_FORK: u8 = 0x04;
 const R_EXIT: u8 = 0x05;
 const R_START: u8 = 0x06;
+const R_EXEC: u8 = 0x07;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -62,6 +64,10 @@ struct Proc {
     finished: bool,
     /// An `Exit` record is queued or was emitted.
     exit_seen: bool,
+    /// Its `Exit` record was emitted.
+    exit_emitted: bool,
+    /// The image this one replaced (`execve`): it runs only once that one's exit was emitted.
+    prev: Option<u32>,
 }
 
 /// Counts of what the demultiplexer saw.
@@ -135,15 +141,32 @@ impl Demux {
         a
     }
 
-    /// A new ASID for `pid`, whose process image was replaced (`execve`): the old one exits.
+    /// A new ASID for `pid`, whose process image was replaced (`execve`): the old one exits,
+    /// and the new one runs only after the old one's `Exit` record.
     pub fn replace_image(&mut self, pid: u32) -> u32 {
-        if let Some(&old) = self.by_pid.get(&pid) {
+        let old = self.by_pid.get(&pid).copied();
+        if let Some(old) = old {
             if !self.procs[old as usize].exit_seen {
                 self.push(old, Record::Exit { asid: old });
             }
             self.by_pid.remove(&pid);
         }
-        self.asid(pid)
+        let new = self.asid(pid);
+        self.procs[new as usize].prev = old;
+        new
+    }
+
+    /// The first image of the process whose current image is `asid` (the one a `Fork` names).
+    fn first_image(&self, mut asid: u32) -> u32 {
+        while let Some(p) = self.procs[asid as usize].prev {
+            asid = p;
+        }
+        asid
+    }
+
+    /// Pids whose current image has not exited (no exit record was read).
+    pub fn live_pids(&self) -> Vec<u32> {
+        self.by_pid.iter().filter(|(_, &a)| !self.procs[a as usize].exit_seen).map(|(&pid, _)| pid).collect()
     }
 
     /// The pid of an ASID.
@@ -194,7 +217,7 @@ impl Demux {
 
     fn runnable_with_records(&self, a: usize) -> bool {
         let p = &self.procs[a];
-        !p.waiting_for_fork && p.head < p.queue.len()
+        !p.waiting_for_fork && p.head < p.queue.len() && p.prev.map_or(true, |o| self.procs[o as usize].exit_emitted)
     }
 
     /// The next process after `from` (round robin) that can run and has records.
@@ -227,7 +250,7 @@ impl Demux {
         let budget = self.quantum - self.used;
         let p = &mut self.procs[c as usize];
         let q = &p.queue[p.head..];
-        let (mut refs, mut events, mut end) = (0u64, 0u64, q.len());
+        let (mut refs, mut events, mut end, mut exited) = (0u64, 0u64, q.len(), false);
         let by_kind = &mut self.stats.by_kind;
         for (i, r) in q.iter().enumerate() {
             match *r {
@@ -243,11 +266,16 @@ impl Demux {
                     forked.push(child);
                     events += 1;
                 }
+                Record::Exit { .. } => {
+                    exited = true;
+                    events += 1;
+                }
                 _ => events += 1,
             }
         }
         out.extend_from_slice(&q[..end]);
         p.head += end;
+        p.exit_emitted |= exited;
         p.refs -= refs;
         if p.head == p.queue.len() {
             p.queue.clear();
@@ -378,7 +406,7 @@ impl StreamDecoder {
 
     fn chunk_into(&mut self, pid: u32, p: &[u8], demux: &mut Demux, tmp: &mut Vec<Record>) -> Result<(), TraceError> {
         let new = !demux.by_pid.contains_key(&pid);
-        let asid = demux.asid(pid);
+        let mut asid = demux.asid(pid);
         let mut last = 0u64;
         let mut i = 0;
         let u64_at = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
@@ -451,7 +479,9 @@ impl StreamDecoder {
                     }
                     let child_pid = u32_at(i + 1);
                     let unseen = !demux.by_pid.contains_key(&child_pid);
+                    // The forked process, even if it already replaced its image.
                     let child = demux.asid(child_pid);
+                    let child = demux.first_image(child);
                     if unseen {
                         demux.mark_child(child, false);
                     }
@@ -460,6 +490,16 @@ impl StreamDecoder {
                 }
                 R_EXIT => {
                     tmp.push(Record::Exit { asid });
+                    i += 1;
+                }
+                R_EXEC => {
+                    // The process replaced its image: what came before is the old image's. A pid
+                    // first seen here (its parent was not traced) starts with this image.
+                    if !(new && tmp.is_empty()) {
+                        demux.push_many(asid, tmp);
+                        tmp.clear();
+                        asid = demux.replace_image(pid);
+                    }
                     i += 1;
                 }
                 R_START => {
@@ -590,6 +630,44 @@ mod tests {
         let refs = out.iter().filter(|r| matches!(r, Record::Access { .. })).count();
         assert_eq!(refs, 1 + 5 + 3 + 4);
         assert_eq!(out.iter().filter(|r| matches!(r, Record::Exit { .. })).count(), 2);
+    }
+
+    #[test]
+    fn an_exec_record_starts_a_new_image_that_runs_after_the_old_one_exits() {
+        // The forked child (pid 11) runs, then execs; its new image's records arrive before
+        // the parent's Fork record.
+        let mut start = vec![R_START];
+        start.extend_from_slice(&10u32.to_le_bytes());
+        start.extend(loads(0x9000, 2));
+        let mut image = vec![R_EXEC];
+        image.extend(loads(0x5000, 3));
+        let mut parent = loads(0x1000, 1);
+        parent.push(R_FORK);
+        parent.extend_from_slice(&11u32.to_le_bytes());
+        parent.extend(loads(0x1000, 2));
+        let mut stream = chunk(10, &loads(0x500, 1));
+        stream.extend(chunk(11, &start));
+        stream.extend(chunk(11, &image));
+        stream.extend(chunk(10, &parent));
+        let (out, d) = decode_all(&stream, 100);
+        assert_eq!(d.stats().processes, 3);
+        assert_eq!((d.pid(1), d.pid(2)), (Some(11), Some(11)));
+        // The Fork names the forked process (its first image), and the order is: parent up to
+        // the fork, the child's first image and its exit, then its new image.
+        let pos = |r: Record| out.iter().position(|x| *x == r).unwrap_or_else(|| panic!("{r:?} in {out:?}"));
+        let fork = pos(Record::Fork { child: 1 });
+        let old_exit = pos(Record::Exit { asid: 1 });
+        let new_runs = pos(Record::ContextSwitch { asid: 2 });
+        let new_first = pos(Record::Access { kind: Kind::Load, size: 8, addr: 0x5000 });
+        let old_first = pos(Record::Access { kind: Kind::Load, size: 8, addr: 0x9000 });
+        assert!(fork < old_first && old_first < old_exit && old_exit < new_runs && new_runs < new_first, "{out:?}");
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Exit { .. })).count(), 3);
+        // A pid first seen with an exec record (its parent untraced) has one image.
+        let mut lone = vec![R_EXEC];
+        lone.extend(loads(0x7000, 2));
+        let (out, d) = decode_all(&chunk(30, &lone), 100);
+        assert_eq!(d.stats().processes, 1);
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Access { .. })).count(), 2);
     }
 
     #[test]
