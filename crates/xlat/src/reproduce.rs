@@ -89,10 +89,12 @@ pub struct Options {
 }
 
 /// The TLB designs of Figure 11, in figure order.
-pub const TLBS: [TlbKind; 4] = [TlbKind::Single, TlbKind::Superpage, TlbKind::PartialSubblock, TlbKind::CompleteSubblock];
+pub const TLBS: [TlbKind; 4] =
+    [TlbKind::Single, TlbKind::Superpage, TlbKind::PartialSubblock, TlbKind::CompleteSubblock];
 
 /// The page tables of Figure 11, in legend order.
-pub const TABLES: [TableKind; 4] = [TableKind::Linear, TableKind::ForwardMapped, TableKind::Hashed, TableKind::Clustered];
+pub const TABLES: [TableKind; 4] =
+    [TableKind::Linear, TableKind::ForwardMapped, TableKind::Hashed, TableKind::Clustered];
 
 /// A TLB design of Figure 11 and the OS support it comes with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -311,8 +313,8 @@ pub fn talluri95(
         progress(&format!("{}: sizes from the snapshot", w.name));
         let sizes = match &w.snapshot {
             Some(p) => {
-                let snap = snapshot::read(p)
-                    .map_err(|error| ReproError::Snapshot { workload: w.name.clone(), error })?;
+                let snap =
+                    snapshot::read(p).map_err(|error| ReproError::Snapshot { workload: w.name.clone(), error })?;
                 Some(sizes(&snap).map_err(|error| ReproError::Snapshot { workload: w.name.clone(), error })?)
             }
             None => None,
@@ -377,10 +379,12 @@ pub fn talluri95(
 
 /// Figure 9 and 10 sizes of a snapshot: each table built through its design's OS model.
 fn sizes(snap: &Snapshot) -> Result<Sizes, SnapshotError> {
-    let cfg = |tlb, table| design(tlb, table).map_err(|e| SnapshotError::Param {
-        config: format!("{}/{}", tlb.name(), table.name()),
-        error: crate::pt::ParamError::new("design", e.to_string()),
-    });
+    let cfg = |tlb, table| {
+        design(tlb, table).map_err(|e| SnapshotError::Param {
+            config: format!("{}/{}", tlb.name(), table.name()),
+            error: crate::pt::ParamError::new("design", e.to_string()),
+        })
+    };
     let mut configs = vec![
         ("linear-6", cfg(TlbKind::Single, TableKind::Linear)?),
         ("forward-mapped", cfg(TlbKind::Single, TableKind::ForwardMapped)?),
@@ -527,11 +531,7 @@ impl Talluri95 {
         let h_b = self.lines(TlbKind::Superpage, TableKind::Hashed);
         let c_b = self.lines(TlbKind::Superpage, TableKind::Clustered);
         if !h_b.is_empty() {
-            let pairs: Vec<(String, f64)> = h_a
-                .iter()
-                .zip(&h_b)
-                .map(|(a, b)| (a.0.clone(), b.1 - a.1))
-                .collect();
+            let pairs: Vec<(String, f64)> = h_a.iter().zip(&h_b).map(|(a, b)| (a.0.clone(), b.1 - a.1)).collect();
             claims.push(Claim {
                 source: "§6.3, Figure 11b",
                 paper: "hashed page tables take longer with superpage PTEs (the 4 KB table is searched first)",
@@ -554,11 +554,7 @@ impl Talluri95 {
             claims.push(Claim {
                 source: "§4.4, §6.3, Figure 11d",
                 paper: "subblock prefetch costs hashed page tables multiple probes (sixteen), clustered about one line",
-                measured: format!(
-                    "hashed lines per miss: {}; clustered: {}",
-                    fmt_list(&h_d, 1),
-                    fmt_list(&c_d, 2)
-                ),
+                measured: format!("hashed lines per miss: {}; clustered: {}", fmt_list(&h_d, 1), fmt_list(&c_d, 2)),
                 holds: h_d.iter().zip(&c_d).all(|(h, c)| h.1 > 4.0 * c.1) && c_d.iter().all(|(_, v)| *v <= 1.5),
                 note: "a probe of an empty bucket touches no PTE line: pages of a block that are not mapped cost the \
                        hashed table nothing, so its count is near the number of mapped pages per block, at most 16"
@@ -583,7 +579,7 @@ impl Talluri95 {
             claims.push(Claim {
                 source: "§1, §4, [Tall95]",
                 paper: "superpage and subblock TLBs reduce TLB misses by 50% to 99%",
-                measured: format!("{} TLB: {} (range {lo:.0}%..{hi:.0}%)", t.name(), fmt_list(&r, 0), ),
+                measured: format!("{} TLB: {} (range {lo:.0}%..{hi:.0}%)", t.name(), fmt_list(&r, 0),),
                 holds: lo >= 50.0 - 1e-9,
                 note: String::new(),
             });

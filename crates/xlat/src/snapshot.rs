@@ -757,7 +757,9 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
             // Each page is faulted in through the design's OS model, so page reservation,
             // superpages and partial-subblock PTEs shape the table as they would at run time.
             sys.prefault(asid, Vpn(v)).map_err(|e| match e {
-                SimError::OutOfMemory { error, .. } => SnapshotError::OutOfMemory { config: config.name.clone(), error },
+                SimError::OutOfMemory { error, .. } => {
+                    SnapshotError::OutOfMemory { config: config.name.clone(), error }
+                }
                 other => SnapshotError::Param {
                     config: config.name.clone(),
                     error: ParamError::new("page_table", other.to_string()),

@@ -38,13 +38,56 @@ fn fixture_pages() -> Vec<u64> {
     pages
 }
 
-fn run_engine(toml: &str) -> xlat::stats::SystemStats {
+/// A denser synthetic page sequence (seeded): sequential sweeps and random hops over 48 blocks,
+/// so that many 64 KB blocks fill up and are promoted.
+fn synthetic_pages() -> Vec<u64> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut pages = Vec::new();
+    let base = 0x7f00_0000u64 >> 12;
+    for _ in 0..4000 {
+        let start = next() % (48 * 16);
+        let len = 1 + next() % 40;
+        for p in start..(start + len).min(48 * 16) {
+            pages.push(base + p);
+            if next() % 4 == 0 {
+                pages.push(base + next() % (48 * 16));
+            }
+        }
+    }
+    pages
+}
+
+/// The engine over the fixture (`pages == None`) or over one 8-byte load per page of `pages`.
+fn run_engine_on(toml: &str, pages: Option<&[u64]>) -> xlat::stats::SystemStats {
     let cfg = Config::from_toml(toml, "test").unwrap();
     let mut systems = vec![System::new(&cfg).unwrap()];
-    let mut reader = xlat::trace::open::open_reader(FIXTURE, None).unwrap();
-    engine::run(reader.as_mut(), &mut systems, RunOptions::default(), |_| {}).unwrap();
+    match pages {
+        None => {
+            let mut reader = xlat::trace::open::open_reader(FIXTURE, None).unwrap();
+            engine::run(reader.as_mut(), &mut systems, RunOptions::default(), |_| {}).unwrap();
+        }
+        Some(pages) => {
+            let recs: Vec<Record> =
+                pages.iter().map(|&p| Record::Access { kind: Kind::Load, size: 8, addr: (p << 12) + 64 }).collect();
+            for chunk in recs.chunks(4096) {
+                systems[0].process(chunk).unwrap();
+            }
+        }
+    }
     systems[0].check_translations().unwrap();
     systems[0].stats()
+}
+
+/// Both inputs: (name, pages for the reference, pages for the engine).
+fn inputs() -> Vec<(&'static str, Vec<u64>, Option<Vec<u64>>)> {
+    let s = synthetic_pages();
+    vec![("fixture", fixture_pages(), None), ("synthetic", s.clone(), Some(s))]
 }
 
 /// A 64-entry fully associative LRU TLB; with a linear table, 8 more entries are reserved for its
@@ -87,91 +130,58 @@ impl Lru {
 
 #[test]
 fn superpage_tlb_with_promotion_matches_reference() {
-    let pages = fixture_pages();
-    let (mut misses, mut faults, mut promotions) = (0u64, 0u64, 0u64);
-    let mut resident: HashSet<u64> = HashSet::new();
-    let mut count: HashMap<u64, u32> = HashMap::new();
-    let mut tlb = Lru { e: Vec::new(), cap: 64 };
-    for &v in &pages {
-        let b = v >> 4;
-        if let Some(i) = tlb.find(v) {
-            tlb.touch(i);
-            continue;
-        }
-        misses += 1;
-        if resident.insert(v) {
-            faults += 1;
-            let c = count.entry(b).or_insert(0);
-            *c += 1;
-            if *c == 16 {
-                // Promotion: the block's base entries are shot down.
-                promotions += 1;
-                tlb.e.retain(|&(tag, k, _)| !(k == 0 && tag >> 4 == b));
+    let mut total_promotions = 0;
+    for (input, pages, engine_pages) in inputs() {
+        let (mut misses, mut faults, mut promotions) = (0u64, 0u64, 0u64);
+        let mut resident: HashSet<u64> = HashSet::new();
+        let mut count: HashMap<u64, u32> = HashMap::new();
+        let mut tlb = Lru { e: Vec::new(), cap: 64 };
+        for &v in &pages {
+            let b = v >> 4;
+            if let Some(i) = tlb.find(v) {
+                tlb.touch(i);
+                continue;
+            }
+            misses += 1;
+            if resident.insert(v) {
+                faults += 1;
+                let c = count.entry(b).or_insert(0);
+                *c += 1;
+                if *c == 16 {
+                    // Promotion: the block's base entries are shot down.
+                    promotions += 1;
+                    tlb.e.retain(|&(tag, k, _)| !(k == 0 && tag >> 4 == b));
+                }
+            }
+            if count[&b] == 16 {
+                tlb.push((b, 4, u64::MAX));
+            } else {
+                tlb.push((v, 0, 0));
             }
         }
-        if count[&b] == 16 {
-            tlb.push((b, 4, u64::MAX));
-        } else {
-            tlb.push((v, 0, 0));
+        total_promotions += promotions;
+        let e = engine_pages.as_deref();
+        for kind in ["radix", "linear", "hashed", "clustered"] {
+            let s = run_engine_on(&design("superpage", "", kind, "reservation = true\nsuperpages = \"promote\"\n"), e);
+            assert_eq!(s.tlb[0].misses, misses, "{input} {kind}: misses");
+            assert_eq!(s.page_faults, faults, "{input} {kind}: faults");
+            assert_eq!(s.os.promotions, promotions, "{input} {kind}: promotions");
+        }
+        // Without promotion a superpage TLB is a single-page-size TLB.
+        let single = run_engine_on(&design("single", "", "radix", ""), e);
+        let sp_none = run_engine_on(&design("superpage", "", "radix", ""), e);
+        assert_eq!(single.tlb[0].misses, sp_none.tlb[0].misses, "{input}");
+        if promotions > 0 {
+            assert!(misses < single.tlb[0].misses, "{input}");
         }
     }
-    assert!(promotions > 10, "the fixture promotes blocks: {promotions}");
-    for kind in ["radix", "linear", "hashed", "clustered"] {
-        let s = run_engine(&design("superpage", "", kind, "reservation = true\nsuperpages = \"promote\"\n"));
-        assert_eq!(s.tlb[0].misses, misses, "{kind}: misses");
-        assert_eq!(s.page_faults, faults, "{kind}: faults");
-        assert_eq!(s.os.promotions, promotions, "{kind}: promotions");
-    }
-    // Without promotion a superpage TLB is a single-page-size TLB.
-    let single = run_engine(&design("single", "", "radix", ""));
-    let sp_none = run_engine(&design("superpage", "", "radix", ""));
-    assert_eq!(single.tlb[0].misses, sp_none.tlb[0].misses);
-    assert!(misses < single.tlb[0].misses);
+    assert!(total_promotions > 20, "the inputs promote blocks: {total_promotions}");
 }
 
 #[test]
 fn partial_subblock_tlb_matches_reference() {
-    let pages = fixture_pages();
-    let (mut misses, mut merged) = (0u64, 0u64);
-    let mut vector: HashMap<u64, u64> = HashMap::new();
-    let mut tlb = Lru { e: Vec::new(), cap: 64 };
-    for &v in &pages {
-        let b = v >> 4;
-        if let Some(i) = tlb.find(v) {
-            tlb.touch(i);
-            continue;
-        }
-        misses += 1;
-        // Every page is properly placed: the page table holds one partial-subblock PTE per block.
-        let vec = vector.entry(b).or_insert(0);
-        *vec |= 1 << (v & 15);
-        let vec = *vec;
-        match tlb.block(b) {
-            Some(i) => {
-                merged += 1;
-                tlb.e[i].2 = vec;
-                tlb.touch(i);
-            }
-            None => tlb.push((b, 4, vec)),
-        }
-    }
-    for kind in ["radix", "linear", "hashed", "clustered"] {
-        let s = run_engine(&design(
-            "partial-subblock",
-            "subblock_factor = 16",
-            kind,
-            "reservation = true\npartial_subblock = true\n",
-        ));
-        assert_eq!(s.tlb[0].misses, misses, "{kind}: misses");
-        assert_eq!(s.tlb[0].subblock_misses, merged, "{kind}: valid-vector updates");
-    }
-}
-
-#[test]
-fn complete_subblock_tlb_matches_reference_with_and_without_prefetch() {
-    let pages = fixture_pages();
-    for prefetch in [false, true] {
-        let (mut misses, mut subblock) = (0u64, 0u64);
+    for (input, pages, engine_pages) in inputs() {
+        let (mut misses, mut merged) = (0u64, 0u64);
         let mut vector: HashMap<u64, u64> = HashMap::new();
         let mut tlb = Lru { e: Vec::new(), cap: 64 };
         for &v in &pages {
@@ -181,25 +191,69 @@ fn complete_subblock_tlb_matches_reference_with_and_without_prefetch() {
                 continue;
             }
             misses += 1;
+            // Every page is properly placed: the page table holds one partial-subblock PTE per block.
             let vec = vector.entry(b).or_insert(0);
             *vec |= 1 << (v & 15);
-            // With prefetch a miss loads every mapped page of the block; without, only its own.
-            let load = if prefetch { *vec } else { 1 << (v & 15) };
+            let vec = *vec;
             match tlb.block(b) {
                 Some(i) => {
-                    subblock += 1;
-                    tlb.e[i].2 |= load;
+                    merged += 1;
+                    tlb.e[i].2 = vec;
                     tlb.touch(i);
                 }
-                None => tlb.push((b, 4, load)),
+                None => tlb.push((b, 4, vec)),
             }
         }
         for kind in ["radix", "linear", "hashed", "clustered"] {
-            let extra = format!("subblock_factor = 16\nprefetch = {prefetch}");
-            let s = run_engine(&design("complete-subblock", &extra, kind, ""));
-            assert_eq!(s.tlb[0].misses, misses, "{kind} prefetch={prefetch}: misses");
-            assert_eq!(s.tlb[0].subblock_misses, subblock, "{kind} prefetch={prefetch}: subblock misses");
-            assert_eq!(s.walks.block_walks, if prefetch { s.walks.count } else { 0 });
+            let s = run_engine_on(
+                &design(
+                    "partial-subblock",
+                    "subblock_factor = 16",
+                    kind,
+                    "reservation = true\npartial_subblock = true\n",
+                ),
+                engine_pages.as_deref(),
+            );
+            assert_eq!(s.tlb[0].misses, misses, "{input} {kind}: misses");
+            assert_eq!(s.tlb[0].subblock_misses, merged, "{input} {kind}: valid-vector updates");
+        }
+    }
+}
+
+#[test]
+fn complete_subblock_tlb_matches_reference_with_and_without_prefetch() {
+    for (input, pages, engine_pages) in inputs() {
+        for prefetch in [false, true] {
+            let (mut misses, mut subblock) = (0u64, 0u64);
+            let mut vector: HashMap<u64, u64> = HashMap::new();
+            let mut tlb = Lru { e: Vec::new(), cap: 64 };
+            for &v in &pages {
+                let b = v >> 4;
+                if let Some(i) = tlb.find(v) {
+                    tlb.touch(i);
+                    continue;
+                }
+                misses += 1;
+                let vec = vector.entry(b).or_insert(0);
+                *vec |= 1 << (v & 15);
+                // With prefetch a miss loads every mapped page of the block; without, only its own.
+                let load = if prefetch { *vec } else { 1 << (v & 15) };
+                match tlb.block(b) {
+                    Some(i) => {
+                        subblock += 1;
+                        tlb.e[i].2 |= load;
+                        tlb.touch(i);
+                    }
+                    None => tlb.push((b, 4, load)),
+                }
+            }
+            for kind in ["radix", "linear", "hashed", "clustered"] {
+                let extra = format!("subblock_factor = 16\nprefetch = {prefetch}");
+                let s = run_engine_on(&design("complete-subblock", &extra, kind, ""), engine_pages.as_deref());
+                assert_eq!(s.tlb[0].misses, misses, "{input} {kind} prefetch={prefetch}: misses");
+                assert_eq!(s.tlb[0].subblock_misses, subblock, "{input} {kind} prefetch={prefetch}: subblock misses");
+                assert_eq!(s.walks.block_walks, if prefetch { s.walks.count } else { 0 });
+            }
         }
     }
 }
