@@ -256,14 +256,16 @@ fn hashed_multiple_tables() {
         assert_eq!(walk(&mut pt, v).0, want, "vpn {v:#x}");
     }
     // Smallest first: 4 KB table (bucket 0x11a, empty), 8 KB table (bucket 0x8d, empty),
-    // 64 KB table (bucket 0x11, the PTE): 3 bucket reads + 1 probe, 1 line.
-    assert_eq!(walk(&mut pt, 0x11a), (Some(pte(0x200a, K64, 0)), 4, 1));
+    // 64 KB table (bucket 0x11, the PTE): 3 bucket reads + 1 probe; lines: the two empty hash
+    // nodes and the PTE.
+    assert_eq!(walk(&mut pt, 0x11a), (Some(pte(0x200a, K64, 0)), 4, 3));
     // A base page: found in the first table.
     assert_eq!(walk(&mut pt, 0x101), (Some(pte(2, K4, 0)), 2, 1));
     // An 8 KB page: the base table's bucket is empty, then the 8 KB PTE.
-    assert_eq!(walk(&mut pt, 0x135), (Some(pte(0x4001, K8, 0)), 3, 1));
-    // A clear bit of the partial-subblock PTE: every table searched, the 64 KB PTE probed.
-    assert_eq!(walk(&mut pt, 0x121), (None, 4, 1));
+    assert_eq!(walk(&mut pt, 0x135), (Some(pte(0x4001, K8, 0)), 3, 2));
+    // A clear bit of the partial-subblock PTE: every table searched (two empty), the 64 KB PTE
+    // probed.
+    assert_eq!(walk(&mut pt, 0x121), (None, 4, 3));
     // Unmap the whole 64 KB superpage through one of its pages.
     assert_eq!(pt.unmap(A, Vpn(0x11f)), Some(pte(0x200f, K64, 0)));
     assert!((0x110..0x120).all(|v| pt.get(A, Vpn(v)).is_none()));
@@ -321,8 +323,9 @@ fn hashed_search_order_changes_the_lines() {
     pt.map(A, Vpn(0x110), pte(0x2000, K64, 0));
     let PageTable::Hashed(t) = &pt else { panic!() };
     assert_eq!(t.table_sizes(), vec![65536, 4096, 8192]);
-    // 64 KB (probe, no match), 4 KB (empty), 8 KB (match): 3 buckets + 2 probes, 2 lines.
-    assert_eq!(walk(&mut pt, 0x201), (Some(pte(0x201, K8, 0)), 5, 2));
+    // 64 KB (probe, no match), 4 KB (empty: its hash node's line), 8 KB (match): 3 buckets + 2
+    // probes, 3 lines.
+    assert_eq!(walk(&mut pt, 0x201), (Some(pte(0x201, K8, 0)), 5, 3));
 }
 
 #[test]
@@ -349,12 +352,12 @@ fn hashed_superpage_index_chains() {
     assert_eq!(walk(&mut pt, 0x106), (Some(pte(0x502, K16, 0)), 3, 2));
     assert_eq!(walk(&mut pt, 0x10f), (Some(pte(3, K4, 0)), 2, 1));
     // Unmapped page of the region: the whole chain, then the (empty) 256 KB bucket.
-    assert_eq!(walk(&mut pt, 0x108), (None, 6, 4));
+    assert_eq!(walk(&mut pt, 0x108), (None, 6, 5));
     // Partial-subblock PTE: a set bit and a clear one.
     assert_eq!(walk(&mut pt, 0x302), (Some(pte(0x7002, K64, 0b101)), 2, 1));
-    assert_eq!(walk(&mut pt, 0x301), (None, 3, 1));
+    assert_eq!(walk(&mut pt, 0x301), (None, 3, 2));
     // 256 KB page: the index bucket (empty), then the 256 KB table.
-    assert_eq!(walk(&mut pt, 0x215), (Some(pte(0x8015, K256, 0)), 3, 1));
+    assert_eq!(walk(&mut pt, 0x215), (Some(pte(0x8015, K256, 0)), 3, 2));
     // Gaining page 1 replaces the partial PTE; unmapping the 16 KB superpage shortens the chain.
     pt.map(A, Vpn(0x301), pte(0x7001, K64, 0b111));
     assert_eq!(pt.get(A, Vpn(0x301)), Some(pte(0x7001, K64, 0b111)));

@@ -403,6 +403,9 @@ impl Chained {
         let b = self.bucket(asid, vpn.0 >> self.kshift);
         lines.read_aux(rec, self.bucket_base + b as u64 * BUCKET_BYTES, BUCKET_BYTES);
         let mut i = self.heads[b];
+        if i == NIL {
+            lines.empty_chain();
+        }
         while i != NIL {
             let n = &self.nodes[i as usize];
             let rel = vpn.0.wrapping_sub(n.start);
@@ -452,6 +455,9 @@ impl Chained {
         let b = self.bucket(asid, key);
         lines.read_aux(rec, self.bucket_base + b as u64 * BUCKET_BYTES, BUCKET_BYTES);
         let mut i = self.heads[b];
+        if i == NIL {
+            lines.empty_chain();
+        }
         while i != NIL && remaining > 0 {
             let n = &self.nodes[i as usize];
             if n.asid == asid.0 && n.key == key {

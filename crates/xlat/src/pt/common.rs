@@ -235,6 +235,17 @@ impl LineTracker {
         }
     }
 
+    /// A hash chain found empty: under [`LineAccounting::Paper`] a miss handler that searches
+    /// a hashed or clustered table reads the hash node the bucket holds (talluri95's Figure 4
+    /// table is an array of hash nodes) and finds no match — one cache line, as the first PTE
+    /// probed would have cost. Under `layout` the bucket read already counted its line.
+    #[inline(always)]
+    pub(crate) fn empty_chain(&mut self) {
+        if !self.layout {
+            self.lines += 1;
+        }
+    }
+
     #[inline(always)]
     fn layout_lines(&mut self, rec: &mut WalkRecord, addr: u64, len: u64) {
         let first = addr >> self.shift;
