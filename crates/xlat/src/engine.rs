@@ -471,6 +471,7 @@ impl System {
         let dedicated = self.structures[self.pt_tlb].serves.is_none();
         let pt_stats = &mut self.stats.tlb[self.pt_tlb];
         let mut env = PtTlbEnv { tlb: &mut self.structures[self.pt_tlb].tlb, stats: pt_stats, dedicated };
+        let lines_before = self.rec.cache_lines;
         let prefetch = self.prefetch[path_is_data(path, &self.dpath) as usize];
         let mut block = std::mem::take(&mut self.block);
         let walked = if prefetch > 0 {
@@ -483,6 +484,7 @@ impl System {
         let pte = match walked {
             Some(pte) => pte,
             None => {
+                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
                 if let Err(e) = self.fault(asid, vpn) {
                     self.block = block;
                     return Err(e);

@@ -101,6 +101,7 @@ fn system_json(s: &System) -> Value {
             "cache_hits": w.cache_hits,
             "cache_misses": w.cache_misses,
             "block_walks": w.block_walks,
+            "fault_lines": w.fault_lines,
             "refs_per_walk": ratio(w.memory_refs, w.count),
             "lines_per_walk": ratio(w.cache_lines, w.count),
         },

@@ -245,7 +245,14 @@ pub struct Cell {
     pub memory_refs: u64,
     /// Nested TLB misses (linear).
     pub nested_misses: u64,
-    /// Cache lines per miss of the 64-entry TLB of the same design (the paper's normalisation).
+    /// Page faults (first touches: walks that found no mapping).
+    pub page_faults: u64,
+    /// Cache lines of the walks that found no mapping.
+    pub fault_lines: u64,
+    /// Cache lines per miss to a mapped page, normalised by the misses of the 64-entry TLB of
+    /// the same design (the paper's normalisation): `(cache_lines - fault_lines) / (misses_64 -
+    /// page_faults)`. Page faults are left out: in the paper's trap-driven measurements the miss
+    /// handler found every page it walked for, the OS having faulted it in first.
     pub lines_per_miss: f64,
 }
 
@@ -341,17 +348,21 @@ pub fn talluri95(
                 cache_lines: s.walks.cache_lines,
                 memory_refs: s.walks.memory_refs,
                 nested_misses: s.walks.nested_misses,
+                page_faults: s.page_faults,
+                fault_lines: s.walks.fault_lines,
                 lines_per_miss: 0.0,
             }
         };
         let mut cells = Vec::new();
         for t in 0..TLBS.len() {
             let row: Vec<Cell> = (0..TABLES.len()).map(|p| cell(t * TABLES.len() + p)).collect();
-            let base = row[TableKind::Clustered as usize].misses;
+            let base = row[TableKind::Clustered as usize];
+            let mapped = base.misses - base.page_faults;
             cells.push(
                 row.into_iter()
                     .map(|mut c| {
-                        c.lines_per_miss = if base == 0 { 0.0 } else { c.cache_lines as f64 / base as f64 };
+                        let lines = c.cache_lines - c.fault_lines;
+                        c.lines_per_miss = if mapped == 0 { 0.0 } else { lines as f64 / mapped as f64 };
                         c
                     })
                     .collect(),

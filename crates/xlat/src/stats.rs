@@ -40,6 +40,8 @@ pub struct WalkStats {
     pub cache_misses: u64,
     /// Walks that prefetched a whole block for a complete-subblock TLB (included in `count`).
     pub block_walks: u64,
+    /// Cache lines of the walks that found no mapping (page faults; included in `cache_lines`).
+    pub fault_lines: u64,
 }
 
 /// Cycles by cause.
