@@ -567,32 +567,53 @@ impl Talluri95 {
                 paper: "subblock prefetch costs hashed page tables multiple probes (sixteen), clustered about one line",
                 measured: format!("hashed lines per miss: {}; clustered: {}", fmt_list(&h_d, 1), fmt_list(&c_d, 2)),
                 holds: h_d.iter().zip(&c_d).all(|(h, c)| h.1 > 4.0 * c.1) && c_d.iter().all(|(_, v)| *v <= 1.5),
-                note: "a probe of an empty bucket touches no PTE line: pages of a block that are not mapped cost the \
-                       hashed table nothing, so its count is near the number of mapped pages per block, at most 16"
+                note: "each base page of the block is a separate search of every table, mapped or not; \
+                       an empty bucket still costs the line of its hash node"
                     .into(),
             });
         }
-        // TLB miss reductions.
-        let reduction = |t: TlbKind| -> Vec<(String, f64)> {
+        // TLB miss reductions, of all misses and of misses to pages already mapped (the first
+        // touch of a page misses in every TLB: short traces are dominated by such misses).
+        let reduction = |t: TlbKind, warm: bool| -> Vec<(String, f64)> {
             self.workloads
                 .iter()
                 .filter(|w| w.misses(0) > 0)
-                .map(|w| (w.name.clone(), 100.0 * (1.0 - w.misses(t as usize) as f64 / w.misses(0) as f64)))
+                .map(|w| {
+                    let m = |k: usize| {
+                        let c = &w.cells[k][TableKind::Clustered as usize];
+                        if warm {
+                            c.misses - c.page_faults
+                        } else {
+                            c.misses
+                        }
+                    };
+                    let base = m(0).max(1) as f64;
+                    (w.name.clone(), 100.0 * (1.0 - m(t as usize) as f64 / base))
+                })
                 .collect()
         };
         for t in [TlbKind::Superpage, TlbKind::PartialSubblock, TlbKind::CompleteSubblock] {
-            let r = reduction(t);
-            if r.is_empty() {
+            let warm = reduction(t, true);
+            if warm.is_empty() {
                 continue;
             }
-            let (lo, hi) =
-                r.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, v)| (lo.min(*v), hi.max(*v)));
+            let all = reduction(t, false);
+            let range = |v: &[(String, f64)]| {
+                v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, x)| (lo.min(*x), hi.max(*x)))
+            };
+            let (lo, hi) = range(&warm);
+            let (alo, ahi) = range(&all);
             claims.push(Claim {
                 source: "§1, §4, [Tall95]",
                 paper: "superpage and subblock TLBs reduce TLB misses by 50% to 99%",
-                measured: format!("{} TLB: {} (range {lo:.0}%..{hi:.0}%)", t.name(), fmt_list(&r, 0),),
+                measured: format!(
+                    "{} TLB, misses to mapped pages: {} (range {lo:.0}%..{hi:.0}%); all misses incl. first touches: \
+                     {alo:.0}%..{ahi:.0}%",
+                    t.name(),
+                    fmt_list(&warm, 0)
+                ),
                 holds: lo >= 50.0 - 1e-9,
-                note: String::new(),
+                note: "first touches miss in every TLB and are left out of the claim's numbers".into(),
             });
         }
         claims
@@ -800,9 +821,13 @@ fn explain(c: &Claim) -> &'static str {
     } else if p.contains("less memory than hashed") {
         "a clustered PTE costs 8s + 16 = 144 bytes and breaks even with six 24-byte hashed PTEs: an address space \
          whose 64 KB blocks hold fewer than six resident pages on average is smaller under a hashed table"
+    } else if p.contains("50% to 99%") && c.measured.starts_with("superpage") {
+        "promotion needs all 16 base pages of a 64 KB block resident and properly placed; many blocks of \
+         these programs (stack, library data, partly used heap) never fill, so most misses stay on base \
+         pages, while the partial- and complete-subblock TLBs, which need no full block, do remove most \
+         misses here; the paper's workloads were large-array programs whose blocks fill"
     } else if p.contains("50% to 99%") {
-        "short-lived small programs take most TLB misses on cold pages (the first touch of each page), which no \
-         TLB format removes, and superpages need fully resident 64 KB blocks that small heaps do not fill"
+        "short traces are dominated by first touches, which no TLB format removes; see the measured values"
     } else if p.contains("superpage PTEs reduce") || p.contains("partial-subblock PTEs reduce") {
         "few page blocks are fully resident (superpages) or properly placed at snapshot time in these workloads"
     } else if p.contains("take longer with superpage") {
