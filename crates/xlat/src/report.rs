@@ -157,7 +157,11 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                 .get(i)
                 .map(|x| {
                     let g = x.tlb.geometry();
-                    format!("{} {}x{} {}", x.name, g.entries / g.ways, g.ways, g.policy.name())
+                    let format = match x.format {
+                        crate::config::TlbFormat::Single => String::new(),
+                        f => format!(" {}", f.name()),
+                    };
+                    format!("{} {}x{} {}{format}", x.name, g.entries / g.ways, g.ways, g.policy.name())
                 })
                 .unwrap_or_default()
         });
@@ -166,9 +170,22 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         row("  miss ratio", &|s| {
             s.stats().tlb.get(i).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
         });
+        if systems.iter().any(|s| s.stats().tlb.get(i).is_some_and(|c| c.subblock_misses > 0)) {
+            row("  subblock misses", &|s| {
+                s.stats().tlb.get(i).map(|c| c.subblock_misses.to_string()).unwrap_or_default()
+            });
+        }
     }
     row("", &|_| String::new());
     row("page faults", &|s| s.stats().page_faults.to_string());
+    if systems.iter().any(|s| s.os().stats().promotions + s.os().stats().reservations > 0) {
+        row("  promotions", &|s| s.os().stats().promotions.to_string());
+        row("  demotions", &|s| s.os().stats().demotions.to_string());
+        row("  reservations failed", &|s| {
+            let o = s.os().stats();
+            format!("{}/{}", o.reservation_failures, o.reservations + o.reservation_failures)
+        });
+    }
     row("walks", &|s| s.stats().walks.count.to_string());
     row("  memory refs/walk", &|s| {
         let w = s.stats().walks;

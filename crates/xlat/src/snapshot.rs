@@ -4,7 +4,7 @@
 //! A [`Snapshot`] holds, for every process of a process tree, its mapped regions (as listed in
 //! `/proc/PID/maps`) and the virtual pages that had a page-table entry (`/proc/PID/pagemap`: page
 //! present or swapped out). It is captured from a live process ([`capture_tree`]), stored in a
-//! small line-oriented text file (`docs/snapshot-format.md`; [`read`], [`write`]) and evaluated
+//! small line-oriented text file (`docs/snapshot-format.md`; [`read`], [`write()`]) and evaluated
 //! against designs ([`evaluate`]): every resident page is mapped in the design's page table, whose
 //! Table 2 size and walk cost are reported.
 

@@ -84,8 +84,11 @@ fn run_engine_on(toml: &str, pages: Option<&[u64]>) -> xlat::stats::SystemStats 
     systems[0].stats()
 }
 
-/// Both inputs: (name, pages for the reference, pages for the engine).
-fn inputs() -> Vec<(&'static str, Vec<u64>, Option<Vec<u64>>)> {
+/// One input: (name, pages for the reference, pages for the engine; `None`: the fixture file).
+type Input = (&'static str, Vec<u64>, Option<Vec<u64>>);
+
+/// Both inputs.
+fn inputs() -> Vec<Input> {
     let s = synthetic_pages();
     vec![("fixture", fixture_pages(), None), ("synthetic", s.clone(), Some(s))]
 }
