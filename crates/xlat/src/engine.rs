@@ -482,7 +482,14 @@ impl System {
         };
         self.stats.walks.count += 1;
         let pte = match walked {
-            Some(pte) => pte,
+            Some(pte) => {
+                if pte.size != self.page_size {
+                    // A miss served by a superpage or partial-subblock PTE (talluri95 Figure 11b).
+                    self.stats.walks.superpage_walks += 1;
+                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
+                }
+                pte
+            }
             None => {
                 self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
                 if let Err(e) = self.fault(asid, vpn) {

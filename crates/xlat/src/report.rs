@@ -102,6 +102,8 @@ fn system_json(s: &System) -> Value {
             "cache_misses": w.cache_misses,
             "block_walks": w.block_walks,
             "fault_lines": w.fault_lines,
+            "superpage_walks": w.superpage_walks,
+            "superpage_lines": w.superpage_lines,
             "refs_per_walk": ratio(w.memory_refs, w.count),
             "lines_per_walk": ratio(w.cache_lines, w.count),
         },

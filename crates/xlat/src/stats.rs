@@ -42,6 +42,10 @@ pub struct WalkStats {
     pub block_walks: u64,
     /// Cache lines of the walks that found no mapping (page faults; included in `cache_lines`).
     pub fault_lines: u64,
+    /// Walks that found a superpage or partial-subblock PTE (included in `count`).
+    pub superpage_walks: u64,
+    /// Cache lines of those walks (included in `cache_lines`).
+    pub superpage_lines: u64,
 }
 
 /// Cycles by cause.

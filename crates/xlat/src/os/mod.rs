@@ -625,6 +625,12 @@ impl Os {
         self.resident.len() as u64
     }
 
+    /// Every resident base page as (ASID, VPN), in order (allocates; for building snapshots of the
+    /// simulated address spaces).
+    pub fn resident_list(&self) -> Vec<(u32, u64)> {
+        self.resident.keys().copied().collect()
+    }
+
     /// Frames in use.
     pub fn frames_in_use(&self) -> u64 {
         self.frames.in_use()
