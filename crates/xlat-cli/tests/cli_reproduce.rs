@@ -76,7 +76,7 @@ fn quick_reproduction_writes_every_figure_and_its_claims_hold_on_the_measurement
             assert_eq!(u(cell(t, forward), "misses"), u(cell(t, clustered), "misses"), "{name} tlb {t}");
             assert_eq!(u(cell(t, hashed), "misses"), u(cell(t, clustered), "misses"), "{name} tlb {t}");
             assert!(u(cell(t, linear), "misses") >= u(cell(t, clustered), "misses"), "{name}: 56 < 64 entries");
-            if u(cell(t, clustered), "misses") > u(cell(t, clustered), "page_faults") {
+            if u(cell(t, clustered), "misses") >= u(cell(t, clustered), "page_faults") + 100 {
                 // Forward-mapped: one line per level of the 7-level tree.
                 assert!((lpm(t, forward) - 7.0).abs() < 0.05, "{name} tlb {t}: {}", lpm(t, forward));
                 // Clustered: about one line per miss, with every TLB.
@@ -92,7 +92,7 @@ fn quick_reproduction_writes_every_figure_and_its_claims_hold_on_the_measurement
             assert!(per(h) >= 2.0, "{name}: hashed lines per superpage miss {}", per(h));
             assert!(per(c) < per(h), "{name}: clustered {} hashed {}", per(c), per(h));
         }
-        if u(cell(complete, clustered), "misses") > u(cell(complete, clustered), "page_faults") {
+        if u(cell(complete, clustered), "misses") >= u(cell(complete, clustered), "page_faults") + 100 {
             // Prefetch: 16 searches of the hashed table, one clustered node.
             assert!(lpm(complete, hashed) > 8.0, "{name}: hashed prefetch {}", lpm(complete, hashed));
             assert!(lpm(complete, hashed) > 4.0 * lpm(complete, clustered), "{name}");
