@@ -181,42 +181,45 @@ fn superpage_tlb_with_promotion_matches_reference() {
     assert!(total_promotions > 20, "the inputs promote blocks: {total_promotions}");
 }
 
+/// A TLB of 64 KB block entries over `pages` (no unmaps, every page properly placed): returns
+/// (misses, misses that merged into an entry already present). A miss loads the whole block's
+/// mapped pages (`load_block`: a partial-subblock PTE, or complete subblocking with prefetch) or
+/// only its own page (complete subblocking without prefetch). Pages only ever join a block, so
+/// "the PTE's valid vector" and "the entry's bits or the loaded ones" are the same thing here.
+fn block_reference(pages: &[u64], load_block: bool) -> (u64, u64) {
+    let (mut misses, mut merged) = (0u64, 0u64);
+    let mut vector: HashMap<u64, u64> = HashMap::new();
+    let mut tlb = Lru { e: Vec::new(), cap: 64 };
+    for &v in pages {
+        let b = v >> 4;
+        if let Some(i) = tlb.find(v) {
+            tlb.touch(i);
+            continue;
+        }
+        misses += 1;
+        let vec = vector.entry(b).or_insert(0);
+        *vec |= 1 << (v & 15);
+        let load = if load_block { *vec } else { 1 << (v & 15) };
+        match tlb.block(b) {
+            Some(i) => {
+                merged += 1;
+                tlb.e[i].2 |= load;
+                tlb.touch(i);
+            }
+            None => tlb.push((b, 4, load)),
+        }
+    }
+    (misses, merged)
+}
+
 #[test]
 fn partial_subblock_tlb_matches_reference() {
     for (input, pages, engine_pages) in inputs() {
-        let (mut misses, mut merged) = (0u64, 0u64);
-        let mut vector: HashMap<u64, u64> = HashMap::new();
-        let mut tlb = Lru { e: Vec::new(), cap: 64 };
-        for &v in &pages {
-            let b = v >> 4;
-            if let Some(i) = tlb.find(v) {
-                tlb.touch(i);
-                continue;
-            }
-            misses += 1;
-            // Every page is properly placed: the page table holds one partial-subblock PTE per block.
-            let vec = vector.entry(b).or_insert(0);
-            *vec |= 1 << (v & 15);
-            let vec = *vec;
-            match tlb.block(b) {
-                Some(i) => {
-                    merged += 1;
-                    tlb.e[i].2 = vec;
-                    tlb.touch(i);
-                }
-                None => tlb.push((b, 4, vec)),
-            }
-        }
+        let (misses, merged) = block_reference(&pages, true);
         for kind in ["radix", "linear", "hashed", "clustered"] {
-            let s = run_engine_on(
-                &design(
-                    "partial-subblock",
-                    "subblock_factor = 16",
-                    kind,
-                    "reservation = true\npartial_subblock = true\n",
-                ),
-                engine_pages.as_deref(),
-            );
+            let os = "reservation = true\npartial_subblock = true\n";
+            let s =
+                run_engine_on(&design("partial-subblock", "subblock_factor = 16", kind, os), engine_pages.as_deref());
             assert_eq!(s.tlb[0].misses, misses, "{input} {kind}: misses");
             assert_eq!(s.tlb[0].subblock_misses, merged, "{input} {kind}: valid-vector updates");
         }
@@ -227,29 +230,7 @@ fn partial_subblock_tlb_matches_reference() {
 fn complete_subblock_tlb_matches_reference_with_and_without_prefetch() {
     for (input, pages, engine_pages) in inputs() {
         for prefetch in [false, true] {
-            let (mut misses, mut subblock) = (0u64, 0u64);
-            let mut vector: HashMap<u64, u64> = HashMap::new();
-            let mut tlb = Lru { e: Vec::new(), cap: 64 };
-            for &v in &pages {
-                let b = v >> 4;
-                if let Some(i) = tlb.find(v) {
-                    tlb.touch(i);
-                    continue;
-                }
-                misses += 1;
-                let vec = vector.entry(b).or_insert(0);
-                *vec |= 1 << (v & 15);
-                // With prefetch a miss loads every mapped page of the block; without, only its own.
-                let load = if prefetch { *vec } else { 1 << (v & 15) };
-                match tlb.block(b) {
-                    Some(i) => {
-                        subblock += 1;
-                        tlb.e[i].2 |= load;
-                        tlb.touch(i);
-                    }
-                    None => tlb.push((b, 4, load)),
-                }
-            }
+            let (misses, subblock) = block_reference(&pages, prefetch);
             for kind in ["radix", "linear", "hashed", "clustered"] {
                 let extra = format!("subblock_factor = 16\nprefetch = {prefetch}");
                 let s = run_engine_on(&design("complete-subblock", &extra, kind, ""), engine_pages.as_deref());
