@@ -63,6 +63,23 @@ for t in real synthetic; do
   printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xtr + FA-64 LRU + radix, $t ($n lookups)" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
   printf "%-46s %10.3f %7.1f M lookups/s per design\n" "  each extra design in the same pass" "$(echo "($t4 - $t1) / 3" | bc -l)" "$(echo "3 * $n / ($t4 - $t1) / 1000000" | bc -l)"
 done
+# The TLB entry formats (talluri95 preset: 64-entry FA TLB, clustered table) with the OS support
+# each needs, whole runs on the real trace: superpage/subblock throughput against single.
+read -r n _ < <(lookups "$D/real.xtr")
+for f in single superpage partial-subblock complete-subblock; do
+  case $f in
+    superpage) os='reservation = true
+superpages = "promote"' ;;
+    partial-subblock) os='reservation = true
+partial_subblock = true' ;;
+    *) os='' ;;
+  esac
+  "$X" presets --show talluri95 | sed "s/^format = \"single\"/format = \"$f\"/" > "$D/t95-$f.toml"
+  [ "$f" = complete-subblock ] && sed -i 's/^format = "complete-subblock"$/&\nprefetch = true/' "$D/t95-$f.toml"
+  printf '[os]\nframe_allocator = "buddy"\n%s\n' "$os" >> "$D/t95-$f.toml"
+  t=$(best "$X" run -q -c "$D/t95-$f.toml" -t "$D/real.xtr")
+  printf "%-46s %10.3f %7.1f M lookups/s\n" "talluri95 preset, $f TLB, real" "$t" "$(echo "$n / $t / 1000000" | bc -l)"
+done
 
 # Tracing (QEMU backend) and online simulation of the same program: references per wall second.
 if command -v qemu-x86_64 >/dev/null && command -v gzip >/dev/null; then
