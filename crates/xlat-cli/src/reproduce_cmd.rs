@@ -38,9 +38,15 @@ pub struct ReproduceArgs {
     /// Simulate at most N references of each trace.
     #[arg(long, value_name = "N")]
     max_refs: Option<u64>,
+    /// Fraction of page reservations that fail as in fragmented memory (0 to 1; default 0).
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    reservation_failure: f64,
 }
 
 pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&a.reservation_failure) {
+        bail!("--reservation-failure must be in [0, 1], got {}", a.reservation_failure);
+    }
     let manifest = Manifest::parse(MANIFEST, MANIFEST_NAME)?;
     let size = match a.size.as_deref() {
         Some(s) => Size::from_name(s).ok_or_else(|| anyhow!("--size must be small or full"))?,
@@ -84,7 +90,10 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
             processes: sidecar.processes,
         });
     }
-    let opts = Options { max_refs: a.max_refs.or(if a.quick { Some(QUICK_REFS) } else { None }) };
+    let opts = Options {
+        max_refs: a.max_refs.or(if a.quick { Some(QUICK_REFS) } else { None }),
+        reservation_failure: a.reservation_failure,
+    };
     let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
     let (files, warnings) = res.write(&a.out)?;
     for w in &warnings {

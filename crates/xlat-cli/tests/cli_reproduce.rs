@@ -120,4 +120,9 @@ fn unknown_paper_and_missing_workload_are_one_line_errors() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     assert!(e.contains("nosuch"), "{e}");
+    let o = run(&["reproduce", "talluri95", "--quick", "--reservation-failure", "1.5", "--dir", s(dir.path())]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--reservation-failure") && e.trim_end().lines().count() == 1, "{e}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was built");
 }

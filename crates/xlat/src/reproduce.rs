@@ -86,6 +86,9 @@ pub struct WorkloadInput {
 pub struct Options {
     /// Simulate at most this many references of each trace (`None`: whole traces).
     pub max_refs: Option<u64>,
+    /// `os.reservation_failure` of every design: the fraction of page reservations that fail as
+    /// in fragmented memory (0: none).
+    pub reservation_failure: f64,
 }
 
 /// The TLB designs of Figure 11, in figure order.
@@ -301,6 +304,8 @@ pub struct Talluri95 {
     pub workloads: Vec<WorkloadResult>,
     /// `max_refs` in effect.
     pub max_refs: Option<u64>,
+    /// `os.reservation_failure` of every design.
+    pub reservation_failure: f64,
 }
 
 /// Runs the talluri95 reproduction over `inputs`. `progress` hears one line per step.
@@ -322,6 +327,15 @@ pub fn talluri95(
     no_prefetch.tlb[0].prefetch = false;
     no_prefetch.name = "complete-subblock-no-prefetch/clustered".into();
     designs.push(no_prefetch);
+    if !(0.0..=1.0).contains(&opts.reservation_failure) {
+        return Err(ReproError::Input(format!(
+            "--reservation-failure must be in [0, 1], got {}",
+            opts.reservation_failure
+        )));
+    }
+    for d in &mut designs {
+        d.os.reservation_failure = opts.reservation_failure;
+    }
     let mut out = Vec::new();
     for w in inputs {
         let snap_err = |error| ReproError::Snapshot { workload: w.name.clone(), error };
@@ -329,7 +343,7 @@ pub fn talluri95(
             Some(p) => {
                 progress(&format!("{}: sizes from the snapshot", w.name));
                 let snap = snapshot::read(p).map_err(snap_err)?;
-                Some(sizes(&snap, "snapshot").map_err(snap_err)?)
+                Some(sizes(&snap, "snapshot", opts.reservation_failure).map_err(snap_err)?)
             }
             None => None,
         };
@@ -387,7 +401,7 @@ pub fn talluri95(
             // of the simulated trace stand in for it.
             progress(&format!("{}: no snapshot; sizes from the pages resident at the end of the trace", w.name));
             let snap = trace_snapshot(&systems[0]);
-            sizes_of = Some(sizes(&snap, "trace").map_err(snap_err)?);
+            sizes_of = Some(sizes(&snap, "trace", opts.reservation_failure).map_err(snap_err)?);
         }
         out.push(WorkloadResult {
             name: w.name.clone(),
@@ -401,7 +415,7 @@ pub fn talluri95(
             os,
         });
     }
-    Ok(Talluri95 { workloads: out, max_refs: opts.max_refs })
+    Ok(Talluri95 { workloads: out, max_refs: opts.max_refs, reservation_failure: opts.reservation_failure })
 }
 
 /// The address spaces a system holds at the end of its run, as a snapshot (one process per ASID,
@@ -427,7 +441,7 @@ fn trace_snapshot(sys: &System) -> Snapshot {
 }
 
 /// Figure 9 and 10 sizes of a snapshot: each table built through its design's OS model.
-fn sizes(snap: &Snapshot, source: &str) -> Result<Sizes, SnapshotError> {
+fn sizes(snap: &Snapshot, source: &str, reservation_failure: f64) -> Result<Sizes, SnapshotError> {
     let cfg = |tlb, table| {
         design(tlb, table).map_err(|e| SnapshotError::Param {
             config: format!("{}/{}", tlb.name(), table.name()),
@@ -445,6 +459,7 @@ fn sizes(snap: &Snapshot, source: &str) -> Result<Sizes, SnapshotError> {
     ];
     for (_, c) in &mut configs {
         c.tlb[0].reserved = 0;
+        c.os.reservation_failure = reservation_failure;
     }
     let only: Vec<Config> = configs.iter().map(|(_, c)| c.clone()).collect();
     let reports = snapshot::evaluate(snap, &only)?;
@@ -840,6 +855,14 @@ impl Talluri95 {
                 None => String::new(),
             }
         );
+        if self.reservation_failure > 0.0 {
+            let _ = writeln!(
+                md,
+                "Fragmented memory: {:.0}% of page reservations fail (`os.reservation_failure`); those blocks get \
+                 frames one by one and can be neither superpages nor partial-subblock PTEs.\n",
+                100.0 * self.reservation_failure
+            );
+        }
         let _ = writeln!(md, "| workload | references | processes | pages sized (source) | misses (single) |");
         let _ = writeln!(md, "|---|---:|---:|---:|---:|");
         for w in &self.workloads {
@@ -976,7 +999,7 @@ mod tests {
         let pages: Vec<(u32, Vec<u64>)> = snap.processes.iter().map(|p| (p.pid, p.resident.clone())).collect();
         // The child got the parent's two pages, touched a third and unmapped one.
         assert_eq!(pages, vec![(0, vec![1, 5]), (3, vec![1, 9])]);
-        let s = sizes(&snap, "trace").unwrap();
+        let s = sizes(&snap, "trace", 0.0).unwrap();
         assert_eq!((s.pages, s.processes, s.source.as_str()), (4, 2, "trace"));
         // One 64 KB block in use per process: two clustered PTEs of 144 bytes; four hashed PTEs.
         assert_eq!(s.bytes["clustered"], 2 * 144);
