@@ -244,15 +244,7 @@ impl LinearTable {
         let mut lines = self.lines.tracker(rec);
         match self.read_down(asid, vpn, &path, env, rec, &mut lines) {
             Err(r) => fill_from_upper(r, vpn, first, out),
-            Ok(leaf) => {
-                let t = &self.tree;
-                let idx = t.index(0, Vpn(first));
-                let pte = t.pte_bytes;
-                lines.read(rec, t.levels[0].phys[leaf as usize], idx as u64 * pte, n * pte);
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = t.leaf_pte(asid, Vpn(first + i as u64), t.leaf(leaf, idx + i));
-                }
-            }
+            Ok(leaf) => self.tree.read_block(rec, &mut lines, asid, leaf, Vpn(first), out),
         }
         lines.finish(rec);
         out[(vpn.0 - first) as usize]

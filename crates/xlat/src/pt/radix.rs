@@ -400,18 +400,9 @@ impl RadixTable {
         let (k, node) = self.start(asid, vpn, rec);
         let mut reads = self.lines.tracker(rec);
         let end = self.read_upper(asid, vpn, k, node, rec, &mut reads);
-        let t = &self.tree;
         match end {
             Down::Done(r) => fill_from_upper(r, vpn, first, out),
-            Down::Leaf(node) => {
-                let idx = t.index(0, Vpn(first));
-                let pte = t.pte_bytes;
-                reads.read(rec, t.levels[0].phys[node as usize], idx as u64 * pte, n * pte);
-                for (i, o) in out.iter_mut().enumerate() {
-                    let v = Vpn(first + i as u64);
-                    *o = t.leaf_pte(asid, v, t.leaf(node, idx + i));
-                }
-            }
+            Down::Leaf(node) => self.tree.read_block(rec, &mut reads, asid, node, Vpn(first), out),
         }
         reads.finish(rec);
         out[(vpn.0 - first) as usize]

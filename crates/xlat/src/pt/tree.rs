@@ -16,8 +16,8 @@
 //!   level `k ≥ 1` covers is stored in that entry, tagged by [`SUPER`] in the child index array,
 //!   and no node exists below it.
 
-use super::common::{AsidMap, IntHasher, PtMem, PteSlot, NIL};
-use super::Pte;
+use super::common::{AsidMap, IntHasher, LineTracker, PtMem, PteSlot, NIL};
+use super::{Pte, WalkRecord};
 use crate::addr::{Asid, Pfn, Vpn};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -183,6 +183,25 @@ impl Tree {
     #[inline(always)]
     pub(crate) fn entry_addr(&self, k: usize, node: u32, idx: usize) -> u64 {
         self.levels[k].phys[node as usize] + idx as u64 * self.pte_bytes
+    }
+
+    /// Subblock prefetch from leaf node `leaf`: one read of the `out.len()` consecutive PTEs of the
+    /// block starting at `first` (charged for the lines of those bytes), and each page's mapping.
+    pub(crate) fn read_block(
+        &self,
+        rec: &mut WalkRecord,
+        lines: &mut LineTracker,
+        asid: Asid,
+        leaf: u32,
+        first: Vpn,
+        out: &mut [Option<Pte>],
+    ) {
+        let idx = self.index(0, first);
+        let pte = self.pte_bytes;
+        lines.read(rec, self.levels[0].phys[leaf as usize], idx as u64 * pte, out.len() as u64 * pte);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.leaf_pte(asid, Vpn(first.0 + i as u64), self.leaf(leaf, idx + i));
+        }
     }
 
     /// The mapping of `vpn` held by leaf site `slot` (looked up at `vpn`): the slot itself for a
