@@ -46,7 +46,7 @@ best() { # best wall seconds of 3 runs of "$@"
   done
   echo "$b"
 }
-count() { "$X" info --quick --json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["references"], d["input_bytes"])'; }
+count() { "$X" info --quick --json - "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["references"], d["input_bytes"])'; }
 lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["configs"][0]; print(d["trace"]["lookups"], c["tlb"][0]["misses"])'; }
 
 read -r lk_refs lk_bytes < <(count "$D/real.lackey")

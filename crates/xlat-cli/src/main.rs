@@ -17,9 +17,25 @@ mod snapshot_cmd;
 mod trace_cmd;
 mod workloads_cmd;
 
+/// The most common commands, shown below the top-level help.
+const COMMON_COMMANDS: &str = "\
+Common commands:
+  xlat demo                                  the bundled real trace through six contrasting designs
+  xlat run --preset x86-64 --trace T.xtr     simulate designs over a trace (or `-- CMD ARGS` online)
+  xlat trace -o T.xtr -- CMD ARGS            record a program's memory references with QEMU
+
+Each command has its own help: `xlat COMMAND --help`. Documentation: README.md and docs/.";
+
 /// xlat: a trace-driven simulator of TLBs, page tables and the OS policies around them.
 #[derive(Parser)]
-#[command(name = "xlat", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "xlat",
+    version,
+    about = "xlat: a trace-driven simulator of TLBs, page tables and the OS policies around them",
+    long_about = None,
+    after_help = COMMON_COMMANDS,
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,7 +76,7 @@ struct RunArgs {
     #[arg(long = "preset", short = 'p', value_name = "NAME")]
     presets: Vec<String>,
     /// The trace file, or `-` for standard input.
-    #[arg(long, short = 't', value_name = "TRACE", required_unless_present_any = ["snapshot", "command"], conflicts_with = "snapshot")]
+    #[arg(long, short = 't', value_name = "TRACE", conflicts_with = "snapshot")]
     trace: Option<String>,
     /// An address-space snapshot (`xlat snapshot`) instead of a trace: build each design's page
     /// table from it and report its size.
@@ -124,9 +140,9 @@ struct InfoArgs {
     /// Trace format.
     #[arg(long, default_value = "auto", value_parser = ["auto", "lackey", "xtr", "champsim"])]
     format: String,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
+    /// Write the summary as JSON to this file (`-` for standard output, instead of the text).
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
     /// Only count records by kind (fast: skips distinct pages and address ranges).
     #[arg(long)]
     quick: bool,
@@ -221,7 +237,7 @@ fn main() {
                 .collect();
             let msg = msg.join(" ");
             let msg = msg.trim_start_matches("error: ");
-            let _ = writeln!(std::io::stderr(), "xlat: error: {msg} (see `xlat --help`)");
+            let _ = writeln!(std::io::stderr(), "xlat: error: {msg} (see `{}`)", help_command());
             std::process::exit(2);
         }
     };
@@ -230,6 +246,17 @@ fn main() {
         let msg = format!("{e:#}").replace('\n', " ");
         let _ = writeln!(std::io::stderr(), "xlat: error: {msg}");
         std::process::exit(2);
+    }
+}
+
+/// The help to point a command-line error to: the subcommand's if one was named.
+fn help_command() -> String {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let sub = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    match sub.filter(|a| cmd.get_subcommands().any(|c| c.get_name() == a)) {
+        Some(name) => format!("xlat {name} --help"),
+        None => "xlat --help".to_string(),
     }
 }
 
@@ -258,7 +285,12 @@ fn cmd_run(a: RunArgs) -> Result<()> {
         return trace_cmd::run_online(&a.configs, &a.presets, &a.tracer, &a.command, a.tee.as_deref(), &a.common);
     }
     let Some(trace_path) = a.trace.clone() else {
-        let snap = a.snapshot.as_deref().expect("clap requires --trace or --snapshot");
+        let Some(snap) = a.snapshot.as_deref() else {
+            bail!(
+                "nothing to simulate: give --trace FILE (`-` for standard input), --snapshot FILE or -- CMD ARGS \
+                 (see `xlat run --help`)"
+            );
+        };
         return snapshot_cmd::run_snapshot(snap, &a.configs, &a.presets, &a.common);
     };
     let configs = load_designs(&a.configs, &a.presets)?;
@@ -331,6 +363,15 @@ fn simulate(
         );
     }
     let input = ReportInput { trace_path, format, summary: &summary, seconds };
+    let failed: Vec<String> =
+        systems.iter().filter_map(|s| s.failure().map(|f| report::failure_message(&input, f))).collect();
+    if failed.len() == systems.len() {
+        // Nothing completed: no report at all, only why.
+        match failed.len() {
+            1 => bail!("{}", failed[0]),
+            n => bail!("all {n} designs failed: {}", failed.join("; ")),
+        }
+    }
     if let Some(path) = &common.json {
         let doc = serde_json::to_string_pretty(&report::json(&input, &systems))? + "\n";
         write_output(path, &doc)?;
@@ -342,18 +383,24 @@ fn simulate(
     if !common.quiet && !to_stdout {
         print!("{}", report::table(&input, &systems));
         eprintln!(
-            "simulated {} design{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
+            "simulated {} design{}{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),
             if systems.len() == 1 { "" } else { "s" },
+            if failed.is_empty() { String::new() } else { format!(" ({} failed)", failed.len()) },
             summary.trace.lookups,
             seconds,
             (summary.trace.lookups * systems.len() as u64) as f64 / seconds.max(1e-9) / 1e6
         );
     }
-    Ok(())
+    // The designs that could simulate the trace are reported above; the run still fails so that
+    // scripts notice the others.
+    match failed.len() {
+        0 => Ok(()),
+        n => bail!("{n} of {} designs failed, the others are reported: {}", systems.len(), failed.join("; ")),
+    }
 }
 
-fn write_output(path: &str, text: &str) -> Result<()> {
+pub(crate) fn write_output(path: &str, text: &str) -> Result<()> {
     if path == "-" {
         std::io::stdout().write_all(text.as_bytes())?;
         return Ok(());
@@ -457,18 +504,19 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
 fn cmd_info(a: InfoArgs) -> Result<()> {
     let mut reader = trace::open::open_reader(&a.trace, format_arg(&a.format))?;
     if a.quick {
-        return quick_count(&a.trace, reader.as_mut(), a.json);
+        return quick_count(&a.trace, reader.as_mut(), a.json.as_deref());
     }
     let info = trace::info::info(reader.as_mut())?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
-    } else {
+    if let Some(path) = &a.json {
+        write_output(path, &(serde_json::to_string_pretty(&info)? + "\n"))?;
+    }
+    if a.json.as_deref() != Some("-") {
         print_info(&a.trace, &info);
     }
     Ok(())
 }
 
-fn quick_count(path: &str, reader: &mut dyn TraceReader, json: bool) -> Result<()> {
+fn quick_count(path: &str, reader: &mut dyn TraceReader, json: Option<&str>) -> Result<()> {
     let start = Instant::now();
     let (mut by_kind, mut events) = ([0u64; 4], 0u64);
     let mut buf = Vec::with_capacity(trace::BATCH);
@@ -483,14 +531,15 @@ fn quick_count(path: &str, reader: &mut dyn TraceReader, json: bool) -> Result<(
     let seconds = start.elapsed().as_secs_f64();
     let refs: u64 = by_kind.iter().sum();
     let bytes = reader.stats().bytes;
-    if json {
+    if let Some(out) = json {
         let doc = serde_json::json!({
             "trace": path, "references": refs, "events": events, "seconds": seconds,
             "input_bytes": bytes,
             "by_kind": { "ifetch": by_kind[0], "load": by_kind[1], "store": by_kind[2], "modify": by_kind[3] },
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
+        write_output(out, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    }
+    if json != Some("-") {
         println!("trace            {path}");
         println!(
             "references       {refs} (ifetch {}, load {}, store {}, modify {})",
@@ -564,10 +613,9 @@ fn cmd_gen(a: GenArgs) -> Result<()> {
 
 fn cmd_presets(a: PresetsArgs) -> Result<()> {
     if let Some(name) = a.show {
-        let (_, text) = PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| anyhow!("unknown preset '{name}'; `xlat presets` lists them"))?;
+        let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == name) else {
+            return Err(Config::preset(&name).expect_err("not a preset").into());
+        };
         print!("{text}");
         return Ok(());
     }

@@ -12,7 +12,7 @@ use xlat::model::{self, BlockPtes, ModelRow, SimRow};
 #[derive(Args)]
 pub struct ModelArgs {
     /// An address-space snapshot (`xlat snapshot`): every resident page is mapped.
-    #[arg(long, value_name = "FILE", required_unless_present = "gen", conflicts_with = "gen")]
+    #[arg(long, value_name = "FILE", conflicts_with = "gen")]
     snapshot: Option<PathBuf>,
     /// Generated pages instead of a snapshot, one process: `uniform:N[:SEED]` (N distinct pages
     /// uniform below 2^36) or `runs:N[:SEED]` (N pages in runs of 1 to 64 consecutive pages).
@@ -31,9 +31,9 @@ pub struct ModelArgs {
     /// Table 2's fss for clustered tables, given explicitly (0 to 1) instead of `--ptes`.
     #[arg(long, value_name = "F", conflicts_with = "ptes")]
     fss: Option<f64>,
-    /// Print JSON instead of the table.
-    #[arg(long)]
-    json: bool,
+    /// Write the results as JSON to this file (`-` for standard output, instead of the table).
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
 }
 
 /// One design's result.
@@ -59,7 +59,7 @@ pub fn cmd_model(a: ModelArgs) -> Result<()> {
     let (source, snap, generated) = match (&a.snapshot, &a.gen) {
         (Some(path), _) => (path.display().to_string(), Some(xlat::snapshot::read(path)?), None),
         (None, Some(spec)) => (format!("generated {spec}"), None, Some(generate(spec)?)),
-        (None, None) => bail!("give --snapshot FILE or --gen SPEC"),
+        (None, None) => bail!("nothing to model: give --snapshot FILE or --gen SPEC (see `xlat model --help`)"),
     };
     let mut entries = Vec::with_capacity(configs.len());
     for c in configs {
@@ -76,9 +76,10 @@ pub fn cmd_model(a: ModelArgs) -> Result<()> {
             model::simulate(&pages, &c.page_table, page, ptes).map_err(|e| anyhow!("config '{}': {e}", c.name))?;
         entries.push(Entry { pages: pages.len() as u64, config: c, formula, sim });
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&json(&source, ptes, &entries))?);
-    } else {
+    if let Some(path) = &a.json {
+        super::write_output(path, &(serde_json::to_string_pretty(&json(&source, ptes, &entries))? + "\n"))?;
+    }
+    if a.json.as_deref() != Some("-") {
         print!("{}", table(&source, ptes, &entries));
     }
     Ok(())

@@ -22,9 +22,9 @@ fn convert(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// `xlat info --json trace [--format f]`.
+/// `xlat info trace --json - [--format f]`.
 fn info(trace: &Path, format: Option<&str>) -> serde_json::Value {
-    let mut a = vec!["info", s(trace), "--json"];
+    let mut a = vec!["info", s(trace), "--json", "-"];
     if let Some(f) = format {
         a.extend(["--format", f]);
     }

@@ -209,7 +209,8 @@ fn every_policy_and_page_table_kind_in_one_run() {
 
 const CSV_HEADER: &str =
     "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,\
-walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,cycles_total,references,lookups";
+walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,page_table_bytes_end,cycles_total,\
+references,lookups,status,error";
 
 /// Checks a CSV report against the JSON report of the same run.
 fn check_csv_against_json(csv: &str, v: &Value) {
@@ -249,6 +250,7 @@ fn check_csv_against_json(csv: &str, v: &Value) {
                 ("walk_cache_lines", "/walks/cache_lines"),
                 ("nested_misses", "/walks/nested_misses"),
                 ("page_table_bytes", "/page_table/bytes"),
+                ("page_table_bytes_end", "/page_table/bytes_end"),
                 ("cycles_total", "/cycles/total"),
             ] {
                 assert_eq!(r[col], u(c, ptr).to_string(), "{col} of {}", st(c, "/name"));
@@ -256,6 +258,7 @@ fn check_csv_against_json(csv: &str, v: &Value) {
             assert_eq!(r["references"], u(v, "/trace/references").to_string());
             // The design's own lookups (at its page size), not trace.lookups.
             assert_eq!(r["lookups"], u(c, "/lookups").to_string());
+            assert_eq!((r["status"], r["error"]), ("ok", ""));
         }
     }
 }
@@ -359,4 +362,123 @@ fn outputs_go_where_they_are_asked_to() {
     assert!(out.stdout.is_empty(), "{}", describe(&out));
     assert_eq!(counters(&read_json(&json)), counters(&v));
     check_csv_against_json(&std::fs::read_to_string(&csv).unwrap(), &v);
+}
+
+/// A program that forks (a shell's command substitution), traced with QEMU: its processes exit
+/// before the trace ends, and the page table is reported at its peak, not as the empty table the
+/// exits leave behind.
+#[test]
+fn traced_multi_process_program_reports_its_page_table_at_its_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let xtr = dir.path().join("sh.xtr");
+    ok(run(&["trace", "-o", s(&xtr), "--", "/bin/sh", "-c", "x=$(echo a); echo $x > /dev/null"]));
+    let info = parse_json(&ok(run(&["info", s(&xtr), "--json", "-"])).stdout);
+    assert!(u(&info, "/processes") >= 2, "the shell forks: {info}");
+    let v = run_json(&["run", "-p", "x86-64", "-p", "talluri95", "-t", s(&xtr)]);
+    check_report(&v);
+    for name in ["x86-64", "talluri95"] {
+        let pt = &config(&v, name)["page_table"];
+        assert!(u(pt, "/bytes") > 0, "{name}: peak page-table bytes: {pt}");
+        assert_eq!(u(pt, "/bytes_end"), 0, "{name}: every process exited: {pt}");
+        assert!(u(pt, "/objects") > 0 && u(pt, "/objects_end") == 0, "{name}: {pt}");
+    }
+    let table = stdout(&ok(run(&["run", "-p", "x86-64", "-t", s(&xtr)])));
+    let peak = u(&config(&v, "x86-64")["page_table"], "/bytes");
+    assert!(table.lines().any(|l| l.starts_with("  bytes at peak") && l.ends_with(&format!(" {peak}"))), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("  bytes at end") && l.ends_with(" 0")), "{table}");
+}
+
+/// A design that cannot simulate the trace (a 32-bit machine, 64-bit addresses) fails alone: the
+/// others are reported exactly as when run without it, the failed one is marked failed with its
+/// reason in the table, JSON and CSV, and the command exits with status 2.
+#[test]
+fn one_failing_design_does_not_abort_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("o.json"), dir.path().join("o.csv"));
+    let trace = demo_xtr();
+    let alone = run_json(&["run", "-p", "x86-64", "-p", "talluri95", "-t", s(&trace)]);
+    let out = run(&[
+        "run",
+        "-p",
+        "x86-64",
+        "-p",
+        "mips-r3000",
+        "-p",
+        "talluri95",
+        "-t",
+        s(&trace),
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csv),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap();
+    assert!(last.starts_with("xlat: error: 1 of 3 designs failed"), "{err}");
+    assert_mentions(last, &["mips-r3000", "demo.xtr", "reference 3", "page_table.va_bits", "32-bit"]);
+    let table = stdout(&out);
+    assert!(table.lines().any(|l| l.starts_with("status") && l.contains("FAILED")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("FAILED mips-r3000:") && l.contains("reference 3")), "{table}");
+
+    let v = read_json(&json);
+    assert_eq!(v["complete"], false);
+    assert_eq!(u(&v, "/failed_designs"), 1);
+    let failed = config(&v, "mips-r3000");
+    assert_eq!(st(failed, "/status"), "failed");
+    assert_eq!(u(failed, "/failed_at/reference"), 3);
+    assert!(failed.get("tlb").is_none(), "a failed design reports no counters: {failed}");
+    for name in ["x86-64", "talluri95"] {
+        assert_eq!(st(config(&v, name), "/status"), "ok");
+        assert_eq!(config(&v, name), config(&alone, name), "{name}: same as without the failed design");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let row = text.lines().find(|l| l.starts_with("mips-r3000,")).expect("a row for the failed design");
+    let cells: Vec<&str> = row.splitn(header.len(), ',').collect();
+    assert_eq!(cells.len(), header.len(), "{row}");
+    let status = header.iter().position(|h| *h == "status").unwrap();
+    assert_eq!(cells[status], "failed");
+    assert!(cells[status + 1].contains("reference 3"), "{row}");
+    assert!(text.lines().filter(|l| l.starts_with("x86-64,")).all(|l| l.contains(",ok,")), "{text}");
+}
+
+/// The table says how many entries a TLB has and how associative it is, in words.
+#[test]
+fn the_table_prints_entries_and_ways() {
+    let table = stdout(&ok(run(&["run", "-p", "x86-64", "-p", "talluri95", "-t", s(&demo_xtr())])));
+    let line =
+        |label: &str| table.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{table}")).to_string();
+    assert!(line("tlb #1").contains("L1I 128-entry 8-way lru"), "{table}");
+    assert!(line("tlb #1").contains("64-entry full lru"), "{table}");
+    assert!(line("tlb #3").contains("STLB 1536-entry 12-way lru"), "{table}");
+}
+
+/// `--json FILE|-` means the same for `run`, `info` and `model`: a file, or standard output
+/// instead of the text.
+#[test]
+fn json_takes_a_file_or_dash_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = demo_xtr();
+    for (args, file) in [
+        (vec!["info", s(&trace)], "info.json"),
+        (vec!["info", "--quick", s(&trace)], "quick.json"),
+        (vec!["model", "--gen", "uniform:100", "-p", "x86-64"], "model.json"),
+        (vec!["run", "-p", "x86-64", "-t", s(&trace)], "run.json"),
+    ] {
+        let path = dir.path().join(file);
+        let mut a = args.clone();
+        a.extend(["--json", s(&path)]);
+        let text = stdout(&ok(run(&a)));
+        assert!(!text.is_empty(), "{a:?}: the text report still goes to standard output");
+        let in_file = read_json(&path);
+        let mut a = args.clone();
+        a.extend(["--json", "-"]);
+        let on_stdout = parse_json(&ok(run(&a)).stdout);
+        let strip = |mut v: Value| {
+            v.as_object_mut().unwrap().remove("seconds");
+            v
+        };
+        assert_eq!(strip(in_file), strip(on_stdout), "{a:?}");
+    }
 }

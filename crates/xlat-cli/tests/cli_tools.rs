@@ -14,7 +14,7 @@ fn info_counts_the_references_of_both_fixtures() {
     let [i, l, st_, m] = count_lackey(lackey_text());
     let mut reports = Vec::new();
     for trace in [lackey_fixture(), demo_xtr()] {
-        let v = parse_json(&ok(run(&["info", s(&trace), "--json"])).stdout);
+        let v = parse_json(&ok(run(&["info", s(&trace), "--json", "-"])).stdout);
         assert_eq!(u(&v, "/references"), i + l + st_ + m, "{}", trace.display());
         assert_eq!(u(&v, "/by_kind/ifetch"), i);
         assert_eq!(u(&v, "/by_kind/load"), l);
@@ -74,7 +74,7 @@ fn gen_is_deterministic_for_every_pattern() {
             let c = gen(&format!("{pattern}-c.xtr"), "8");
             assert_ne!(read(&a), read(&c), "{pattern}: another seed, another trace");
         }
-        let v = parse_json(&ok(run(&["info", s(&a), "--json"])).stdout);
+        let v = parse_json(&ok(run(&["info", s(&a), "--json", "-"])).stdout);
         assert_eq!(u(&v, "/references"), 3000, "{pattern}");
         assert_eq!(u(&v, "/by_kind/load") + u(&v, "/by_kind/store"), 3000, "{pattern}: data accesses only");
         assert!(u(&v, "/by_kind/store") > 0, "{pattern}: --store-fraction 0.25 gives stores");
@@ -86,7 +86,7 @@ fn gen_is_deterministic_for_every_pattern() {
             let x = gen(&format!("{pattern}-a.{ext}"), "7");
             let y = gen(&format!("{pattern}-b.{ext}"), "7");
             assert_eq!(read(&x), read(&y), "{pattern}.{ext}");
-            let w = parse_json(&ok(run(&["info", s(&x), "--json"])).stdout);
+            let w = parse_json(&ok(run(&["info", s(&x), "--json", "-"])).stdout);
             assert_eq!(u(&w, "/by_kind/load") + u(&w, "/by_kind/store"), 3000, "{pattern}.{ext}");
         }
     }
@@ -97,7 +97,7 @@ fn gen_writes_xtr_when_the_name_has_no_format() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("synthetic.trace");
     ok(run(&["gen", "--refs", "100", "--footprint", "64K", "-o", s(&p)]));
-    let v = parse_json(&ok(run(&["info", s(&p), "--json"])).stdout);
+    let v = parse_json(&ok(run(&["info", s(&p), "--json", "-"])).stdout);
     assert_eq!(u(&v, "/references"), 100);
 }
 

@@ -81,7 +81,7 @@ fn fork_program() -> PathBuf {
 }
 
 fn info(path: &Path) -> Value {
-    parse_json(&ok(run(&["info", "--json", s(path)])).stdout)
+    parse_json(&ok(run(&["info", "--json", "-", s(path)])).stdout)
 }
 
 fn kinds(v: &Value) -> [u64; 4] {

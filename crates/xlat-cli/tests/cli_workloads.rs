@@ -124,7 +124,7 @@ fn build_two_workloads_then_skip_then_list() {
 }
 
 fn run_json_info(path: &Path) -> serde_json::Value {
-    parse_json(&ok(run(&["info", "--json", s(path)])).stdout)
+    parse_json(&ok(run(&["info", "--json", "-", s(path)])).stdout)
 }
 
 #[test]

@@ -61,8 +61,19 @@ fn prints_formula_and_simulated_columns() {
 #[test]
 fn json_has_both_sides() {
     let (_dir, snap, h, c) = setup();
-    let out =
-        ok(run(&["model", "--snapshot", s(&snap), "-c", s(&h), "-c", s(&c), "--ptes", "partial-subblock", "--json"]));
+    let out = ok(run(&[
+        "model",
+        "--snapshot",
+        s(&snap),
+        "-c",
+        s(&h),
+        "-c",
+        s(&c),
+        "--ptes",
+        "partial-subblock",
+        "--json",
+        "-",
+    ]));
     let doc = parse_json(&out.stdout);
     let designs = doc["designs"].as_array().unwrap();
     assert_eq!(designs.len(), 2);
@@ -84,7 +95,7 @@ fn json_has_both_sides() {
 #[test]
 fn generated_pages() {
     let (_dir, _snap, h, _c) = setup();
-    let doc = parse_json(&ok(run(&["model", "--gen", "uniform:1000:3", "-c", s(&h), "--json"])).stdout);
+    let doc = parse_json(&ok(run(&["model", "--gen", "uniform:1000:3", "-c", s(&h), "--json", "-"])).stdout);
     let d = &doc["designs"][0];
     assert_eq!(d["mapped_pages"], 1000);
     assert_eq!(d["formula"]["table_bytes"].as_f64(), Some(24_000.0));

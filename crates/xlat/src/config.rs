@@ -194,8 +194,19 @@ pub enum ConfigError {
         error: ParamError,
     },
     /// No preset of that name.
-    #[error("unknown preset '{0}'; `xlat presets` lists them")]
+    #[error("unknown preset '{0}'{hint}; `xlat presets` lists them", hint = did_you_mean(.0))]
     UnknownPreset(String),
+}
+
+/// " (did you mean 'x86-64'?)" for the preset closest to a misspelt name, if one is close.
+fn did_you_mean(name: &str) -> String {
+    PRESETS
+        .iter()
+        .map(|(n, _)| (strsim::jaro_winkler(&name.to_lowercase(), n), *n))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| format!(" (did you mean '{n}'?)"))
+        .unwrap_or_default()
 }
 
 /// Most entries one TLB structure may have (2^24).
@@ -368,8 +379,9 @@ fn section_at(text: &str, pos: usize) -> String {
     for line in text[..pos.min(text.len())].lines() {
         let l = line.trim();
         if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            // Named as the validation errors name them: `tlb[0]` is the first `[[tlb]]`.
             let n = index.entry(name.trim().to_string()).or_insert(0);
-            section = format!("[[{}]] #{}", name.trim(), *n + 1);
+            section = format!("{}[{}]", name.trim(), *n);
             *n += 1;
         } else if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
             section = format!("[{}]", name.trim());
@@ -405,10 +417,20 @@ kind = "radix"     # radix | linear | hashed | clustered
     }
 
     #[test]
+    fn unknown_preset_suggests_the_closest_name() {
+        let e = Config::preset("x86_64").unwrap_err().to_string();
+        assert_eq!(e, "unknown preset 'x86_64' (did you mean 'x86-64'?); `xlat presets` lists them");
+        let e = Config::preset("itanium").unwrap_err().to_string();
+        assert!(e.contains("did you mean 'itanium2'?"), "{e}");
+        let e = Config::preset("zzzz").unwrap_err().to_string();
+        assert_eq!(e, "unknown preset 'zzzz'; `xlat presets` lists them");
+    }
+
+    #[test]
     fn unknown_key_names_line_and_key() {
         let text = MINIMAL.replace("ways = 64", "wayz = 64");
         let e = Config::from_toml(&text, "m.toml").unwrap_err().to_string();
-        assert!(e.starts_with("m.toml: line 7: in [[tlb]] #1:"), "{e}");
+        assert!(e.starts_with("m.toml: line 7: in tlb[0]:"), "{e}");
         assert!(e.contains("wayz"), "{e}");
         assert!(!e.contains('\n'));
     }

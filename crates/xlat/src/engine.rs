@@ -10,7 +10,7 @@ use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
-use crate::pt::{PageTable, ParamError, Pte, WalkEnv, WalkRecord};
+use crate::pt::{PageTable, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
@@ -77,6 +77,21 @@ pub struct System {
     ops: Vec<PtOp>,
     shootdown: Vec<(Asid, Vpn, Vpn)>,
     stats: SystemStats,
+    /// The page table's largest size so far, field by field (it shrinks on unmaps and exits).
+    pt_peak: PtSize,
+    /// Why this design stopped simulating, if it did ([`run`] goes on with the others).
+    failure: Option<DesignFailure>,
+}
+
+/// Why one design of a run stopped before the end of the trace, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesignFailure {
+    /// What went wrong.
+    pub error: DesignError,
+    /// 1-based number of the access record (reference) that failed.
+    pub reference: u64,
+    /// 1-based number of the record (accesses and events) that failed.
+    pub record: u64,
 }
 
 /// A simulation that cannot go on.
@@ -85,6 +100,14 @@ pub enum SimError {
     /// The trace could not be read.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// One design could not simulate the trace.
+    #[error(transparent)]
+    Design(#[from] DesignError),
+}
+
+/// Why one design cannot go on with a trace (the others may).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DesignError {
     /// An address beyond the virtual address space the page table translates.
     #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table (page_table.va_bits)")]
     AddressRange {
@@ -220,6 +243,8 @@ impl System {
             ops: Vec::new(),
             shootdown: Vec::new(),
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
+            pt_peak: PtSize::default(),
+            failure: None,
         })
     }
 
@@ -251,6 +276,28 @@ impl System {
     /// The OS model.
     pub fn os(&self) -> &Os {
         &self.os
+    }
+
+    /// The page table's peak size so far: each field's maximum over the run. A page table
+    /// shrinks when processes unmap memory or exit, so at the end of a traced program it is
+    /// usually empty; [`PageTable::size`] is the size now.
+    pub fn page_table_peak(&self) -> PtSize {
+        let now = self.pt.size();
+        PtSize {
+            table_bytes: self.pt_peak.table_bytes.max(now.table_bytes),
+            bucket_bytes: self.pt_peak.bucket_bytes.max(now.bucket_bytes),
+            objects: self.pt_peak.objects.max(now.objects),
+        }
+    }
+
+    /// Why this design stopped before the end of the trace, if it did.
+    pub fn failure(&self) -> Option<&DesignFailure> {
+        self.failure.as_ref()
+    }
+
+    /// Takes the failure out (for callers that turn it into their own error).
+    pub fn take_failure(&mut self) -> Option<DesignFailure> {
+        self.failure.take()
     }
 
     /// Counters, with the walk totals and cycles brought up to date.
@@ -313,9 +360,14 @@ impl System {
 
     /// Feeds a batch of records.
     pub fn process(&mut self, records: &[Record]) -> Result<(), SimError> {
-        for r in records {
+        self.process_until(records).map_err(|(_, e)| SimError::Design(e))
+    }
+
+    /// Feeds a batch of records; on an error, also says which record (its index in `records`).
+    fn process_until(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
+        for (i, r) in records.iter().enumerate() {
             match *r {
-                Record::Access { kind, size, addr } => self.access(kind, size, addr)?,
+                Record::Access { kind, size, addr } => self.access(kind, size, addr).map_err(|e| (i, e))?,
                 ref other => self.event(other),
             }
         }
@@ -324,7 +376,7 @@ impl System {
 
     /// One access: every page from `addr` to `addr + size - 1` is one lookup, ascending.
     #[inline]
-    pub fn access(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), SimError> {
+    pub fn access(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), DesignError> {
         let shift = self.page_size.shift();
         let first = addr >> shift;
         let end = addr.saturating_add(size.max(1) as u64 - 1);
@@ -341,7 +393,7 @@ impl System {
     /// the kinds the structure serves) and hits are accesses less misses: a level-1 hit costs
     /// only the TLB's inline check.
     #[inline(always)]
-    fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<(), SimError> {
+    fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<(), DesignError> {
         let l1 = if is_data { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
         if self.structures[l1].tlb.lookup(self.asid, vpn).is_some() {
             return Ok(());
@@ -351,7 +403,7 @@ impl System {
 
     /// A level-1 miss: the remaining levels, then the walk.
     #[inline(never)]
-    fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<(), SimError> {
+    fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<(), DesignError> {
         let path = if is_data { self.dpath } else { self.ipath };
         self.stats.tlb[path.levels[0] as usize].misses += 1;
         for k in 1..path.len as usize {
@@ -392,7 +444,7 @@ impl System {
 
     /// A page fault on `vpn` of `asid`: the OS allocates and decides the mapping; its page-table
     /// operations and TLB shootdowns are applied here.
-    fn fault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), SimError> {
+    fn fault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), DesignError> {
         let mut ops = std::mem::take(&mut self.ops);
         let mut shootdown = std::mem::take(&mut self.shootdown);
         ops.clear();
@@ -403,18 +455,30 @@ impl System {
         }
         self.ops = ops;
         self.shootdown = shootdown;
-        r.map(|_| ()).map_err(|error| SimError::OutOfMemory { config: self.config.name.clone(), error })
+        r.map(|_| ()).map_err(|error| DesignError::OutOfMemory { config: self.config.name.clone(), error })
     }
 
     /// Applies the OS's page-table operations, then invalidates the TLB entries of the ranges.
+    /// The table only grows here, by maps, so its peak size is taken after them.
     fn apply(&mut self, ops: &[PtOp], shootdown: &[(Asid, Vpn, Vpn)]) {
+        let mut mapped = false;
         for op in ops {
             match *op {
-                PtOp::Map(asid, vpn, pte) => self.pt.map(asid, vpn, pte),
+                PtOp::Map(asid, vpn, pte) => {
+                    self.pt.map(asid, vpn, pte);
+                    mapped = true;
+                }
                 PtOp::Unmap(asid, vpn) => {
                     self.pt.unmap(asid, vpn);
                 }
             }
+        }
+        if mapped {
+            let z = self.pt.size();
+            let p = &mut self.pt_peak;
+            p.table_bytes = p.table_bytes.max(z.table_bytes);
+            p.bucket_bytes = p.bucket_bytes.max(z.bucket_bytes);
+            p.objects = p.objects.max(z.objects);
         }
         for &(asid, first, last) in shootdown {
             let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
@@ -427,7 +491,7 @@ impl System {
     /// Maps base page `vpn` of `asid` as if the process had touched it, without any TLB or walk
     /// accounting (building page tables from address-space snapshots). Pages already mapped are
     /// left alone.
-    pub fn prefault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), SimError> {
+    pub fn prefault(&mut self, asid: Asid, vpn: Vpn) -> Result<(), DesignError> {
         if self.pt.get(asid, vpn).is_some() {
             return Ok(());
         }
@@ -452,10 +516,10 @@ impl System {
 
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
     #[inline(always)]
-    fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), SimError> {
+    fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), DesignError> {
         let asid = self.space_of(vpn);
         if vpn.0 >= self.vpn_limit {
-            return Err(SimError::AddressRange {
+            return Err(DesignError::AddressRange {
                 config: self.config.name.clone(),
                 addr: vpn.base(self.page_size).0,
                 va_bits: self.config.page_table.va_bits,
@@ -677,7 +741,11 @@ pub struct RunSummary {
 }
 
 /// Runs every system over one pass of `reader`. `progress` is called after each batch with the
-/// references done so far. On error nothing is returned: no partial report can be presented.
+/// references done so far. A trace that cannot be read ends the run with an error and nothing is
+/// returned: no partial report can be presented. A design that cannot simulate the trace (an
+/// address outside its virtual address space, physical memory exhausted) stops on its own and
+/// the others go on: its [`System::failure`] says why and where, and its counters must not be
+/// reported as a result.
 ///
 /// The reader runs on its own thread, a few batches ahead of the simulation (batches are
 /// recycled, so memory stays constant): on a machine with two cores, decoding and simulating
@@ -746,8 +814,16 @@ pub fn run(
         });
         for msg in full_rx.iter() {
             let (batch, n, c) = msg?;
-            for s in systems.iter_mut() {
-                s.process(&batch[..n])?;
+            for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
+                if let Err((i, error)) = s.process_until(&batch[..n]) {
+                    let refs_before = batch[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+                    let records_done = counts.references + counts.events;
+                    s.failure = Some(DesignFailure {
+                        error,
+                        reference: counts.references + refs_before + 1,
+                        record: records_done + i as u64 + 1,
+                    });
+                }
             }
             counts = c;
             progress(counts.references);

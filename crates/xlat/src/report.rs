@@ -1,6 +1,6 @@
 //! Printers: a side-by-side text table, JSON and CSV, all read from the engine's stats.
 
-use crate::engine::{RunSummary, System};
+use crate::engine::{DesignFailure, RunSummary, System};
 use crate::trace::Kind;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -18,6 +18,12 @@ pub struct ReportInput<'a> {
     pub seconds: f64,
 }
 
+/// One line saying why and where a design stopped: the trace, the reference and the record
+/// numbers (1-based), and the simulation error (which names the design and the config key).
+pub fn failure_message(input: &ReportInput, f: &DesignFailure) -> String {
+    format!("{}: reference {} (record {}): {}", input.trace_path, f.reference, f.record, f.error)
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
@@ -31,10 +37,23 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
     let t = &input.summary.trace;
     let by_kind: serde_json::Map<String, Value> =
         Kind::ALL.iter().map(|k| (k.name().to_string(), json!(t.by_kind[*k as usize]))).collect();
-    let configs: Vec<Value> = systems.iter().map(system_json).collect();
+    let configs: Vec<Value> = systems
+        .iter()
+        .map(|s| match s.failure() {
+            None => system_json(s),
+            Some(f) => json!({
+                "name": s.config().name,
+                "status": "failed",
+                "error": failure_message(input, f),
+                "failed_at": { "reference": f.reference, "record": f.record },
+            }),
+        })
+        .collect();
+    let failed = systems.iter().filter(|s| s.failure().is_some()).count();
     json!({
         "xlat_version": env!("CARGO_PKG_VERSION"),
-        "complete": true,
+        "complete": failed == 0,
+        "failed_designs": failed,
         "trace": {
             "path": input.trace_path,
             "format": input.format,
@@ -80,10 +99,11 @@ fn system_json(s: &System) -> Value {
             })
         })
         .collect();
-    let size = s.page_table().size();
+    let (peak, end) = (s.page_table_peak(), s.page_table().size());
     let w = st.walks;
     json!({
         "name": cfg.name,
+        "status": "ok",
         "page_size": s.page_size().bytes(),
         "asid": match cfg.asid { crate::config::AsidMode::Tagged => "tagged", crate::config::AsidMode::Flush => "flush" },
         "lookups": st.lookups,
@@ -110,9 +130,12 @@ fn system_json(s: &System) -> Value {
         "page_table": {
             "kind": s.page_table().kind().name(),
             "superpage_store": cfg.page_table.store().name(),
-            "bytes": size.table_bytes,
-            "bucket_bytes": size.bucket_bytes,
-            "objects": size.objects,
+            "bytes": peak.table_bytes,
+            "bytes_end": end.table_bytes,
+            "bucket_bytes": peak.bucket_bytes,
+            "bucket_bytes_end": end.bucket_bytes,
+            "objects": peak.objects,
+            "objects_end": end.objects,
         },
         "cycles": {
             "total": st.cycles.total(),
@@ -145,10 +168,24 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         if input.summary.truncated_by_limit { ", stopped at --max-refs" } else { "" }
     );
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    // A failed design's counters stop where it failed: its column shows none of them.
+    rows.push(("config".to_string(), systems.iter().map(|s| s.config().name.clone()).collect()));
+    if systems.iter().any(|s| s.failure().is_some()) {
+        rows.push((
+            "status".to_string(),
+            systems.iter().map(|s| if s.failure().is_some() { "FAILED" } else { "ok" }.to_string()).collect(),
+        ));
+    }
     let mut row = |label: &str, f: &dyn Fn(&System) -> String| {
-        rows.push((label.to_string(), systems.iter().map(f).collect()));
+        let cells = systems
+            .iter()
+            .map(|s| match s.failure() {
+                Some(_) if !label.is_empty() => "-".to_string(),
+                _ => f(s),
+            })
+            .collect();
+        rows.push((label.to_string(), cells));
     };
-    row("config", &|s| s.config().name.clone());
     row("page size", &|s| s.page_size().to_string());
     row("lookups", &|s| s.stats().lookups.to_string());
     let max_structs = systems.iter().map(|s| s.structures().len()).max().unwrap_or(0);
@@ -163,7 +200,7 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                         crate::config::TlbFormat::Single => String::new(),
                         f => format!(" {}", f.name()),
                     };
-                    format!("{} {}x{} {}{format}", x.name, g.entries / g.ways, g.ways, g.policy.name())
+                    format!("{} {} {}{format}", x.name, geometry_text(g.entries, g.ways), g.policy.name())
                 })
                 .unwrap_or_default()
         });
@@ -199,7 +236,8 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
     });
     row("  nested misses", &|s| s.stats().walks.nested_misses.to_string());
     row("page table", &|s| s.page_table().kind().name().to_string());
-    row("  bytes", &|s| s.page_table().size().table_bytes.to_string());
+    row("  bytes at peak", &|s| s.page_table_peak().table_bytes.to_string());
+    row("  bytes at end", &|s| s.page_table().size().table_bytes.to_string());
     row("cycles", &|s| s.stats().cycles.total().to_string());
     row("  per lookup", &|s| {
         let st = s.stats();
@@ -215,21 +253,48 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    for s in systems {
+        if let Some(f) = s.failure() {
+            let _ = writeln!(out, "FAILED {}: {}", s.config().name, failure_message(input, f));
+        }
+    }
     out
+}
+
+/// A TLB's geometry for people: `64-entry full` (fully associative) or `1536-entry 12-way`.
+fn geometry_text(entries: u32, ways: u32) -> String {
+    if ways == entries {
+        format!("{entries}-entry full")
+    } else if ways == 1 {
+        format!("{entries}-entry direct")
+    } else {
+        format!("{entries}-entry {ways}-way")
+    }
 }
 
 /// CSV: one row per TLB structure per system, with the system-wide columns repeated.
 pub fn csv(input: &ReportInput, systems: &[System]) -> String {
     let mut out = String::from(
-        "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,cycles_total,references,lookups\n",
+        "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,page_table_bytes_end,cycles_total,references,lookups,status,error\n",
     );
     for s in systems {
+        if let Some(f) = s.failure() {
+            // One row: the design, empty counters, and why it failed.
+            let _ = writeln!(
+                out,
+                "{}{},failed,{}",
+                csv_field(&s.config().name),
+                ",".repeat(21),
+                csv_field(&failure_message(input, f))
+            );
+            continue;
+        }
         let st = s.stats();
         for (x, c) in s.structures().iter().zip(&st.tlb) {
             let g = x.tlb.geometry();
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},ok,",
                 csv_field(&s.config().name),
                 csv_field(&x.name),
                 x.level,
@@ -247,6 +312,7 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
                 st.walks.cache_lines,
                 st.walks.nested_misses,
                 s.page_table().kind().name(),
+                s.page_table_peak().table_bytes,
                 s.page_table().size().table_bytes,
                 st.cycles.total(),
                 input.summary.trace.references,

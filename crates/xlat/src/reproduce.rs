@@ -358,6 +358,9 @@ pub fn talluri95(
             .0;
         let summary = engine::run(&mut *reader, &mut systems, RunOptions { max_refs: opts.max_refs }, |_| {})
             .map_err(|error| ReproError::Sim { workload: w.name.clone(), error })?;
+        if let Some(f) = systems.iter_mut().find_map(|s| s.take_failure()) {
+            return Err(ReproError::Sim { workload: w.name.clone(), error: f.error.into() });
+        }
         let stats: Vec<_> = systems.iter().map(System::stats).collect();
         let cell = |i: usize| {
             let s = &stats[i];

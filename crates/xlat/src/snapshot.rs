@@ -10,7 +10,7 @@
 
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::Config;
-use crate::engine::{SimError, System};
+use crate::engine::{DesignError, System};
 use crate::os::OutOfMemory;
 use crate::pt::{Kind, NoTlb, ParamError, PtSize, WalkRecord};
 use std::fmt::Write as _;
@@ -757,7 +757,7 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
             // Each page is faulted in through the design's OS model, so page reservation,
             // superpages and partial-subblock PTEs shape the table as they would at run time.
             sys.prefault(asid, Vpn(v)).map_err(|e| match e {
-                SimError::OutOfMemory { error, .. } => {
+                DesignError::OutOfMemory { error, .. } => {
                     SnapshotError::OutOfMemory { config: config.name.clone(), error }
                 }
                 other => SnapshotError::Param {

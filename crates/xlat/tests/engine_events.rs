@@ -235,3 +235,81 @@ fn global_pages_are_shared_by_every_process_and_survive_flushes() {
     .to_string();
     assert!(e.starts_with("g.toml: os.global[0]:"), "{e}");
 }
+
+/// Table 2 sizes of the tables holding `spaces` (one set of VPNs per live process), worked out
+/// here from the pages alone: a radix node per distinct prefix at each of four 9-bit levels (4 KB
+/// each), a 24-byte hashed PTE per page, an `8s + 16`-byte clustered PTE per 16-page block.
+fn reference_bytes(kind: &str, spaces: &[Vec<u64>]) -> u64 {
+    use std::collections::BTreeSet;
+    spaces
+        .iter()
+        .map(|vpns| match kind {
+            "radix" => {
+                let nodes: usize =
+                    [27, 18, 9].iter().map(|&sh| vpns.iter().map(|v| v >> sh).collect::<BTreeSet<_>>().len()).sum();
+                (1 + nodes as u64) * 4096
+            }
+            "hashed" => vpns.len() as u64 * 24,
+            "clustered" => vpns.iter().map(|v| v >> 4).collect::<BTreeSet<_>>().len() as u64 * (8 * 16 + 16),
+            _ => unreachable!(),
+        })
+        .sum()
+}
+
+#[test]
+fn page_table_size_is_reported_at_its_peak_and_at_the_end() {
+    // Process 1 touches a run of pages and a far page, forks 2 (which shares its table's pages
+    // and touches more), then 1 exits; later 2 exits too. The peak is while both are alive.
+    let p1: Vec<u64> = (0..40).chain([0x12345]).collect();
+    let p2_own: Vec<u64> = (0x8000..0x8020).collect();
+    let mut t = vec![Record::Process { asid: 1 }];
+    t.extend(p1.iter().map(|&p| load(p * 4096)));
+    t.push(Record::Fork { child: 2 });
+    t.push(Record::ContextSwitch { asid: 2 });
+    t.extend(p2_own.iter().map(|&p| load(p * 4096)));
+    let both_alive = t.len();
+    t.push(Record::Exit { asid: 1 });
+    t.extend(touch(0x9000..0x9001));
+    let one_left = t.len();
+    t.push(Record::Exit { asid: 2 });
+    let p2: Vec<u64> = p1.iter().chain(&p2_own).copied().collect();
+    let p2_late: Vec<u64> = p2.iter().copied().chain([0x9000]).collect();
+    for kind in ["radix", "hashed", "clustered"] {
+        let peak = reference_bytes(kind, &[p1.clone(), p2.clone()]);
+        for (cut, end) in
+            [(both_alive, peak), (one_left, reference_bytes(kind, std::slice::from_ref(&p2_late))), (t.len(), 0)]
+        {
+            let mut systems = vec![System::new(&cfg("", kind)).unwrap()];
+            let records = t[..cut].to_vec();
+            engine::run(&mut VecReader(records, 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
+            let s = &systems[0];
+            assert_eq!(s.page_table().size().table_bytes, end, "{kind}: size at the end of {cut} records");
+            assert_eq!(s.page_table_peak().table_bytes, peak, "{kind}: peak over {cut} records");
+        }
+    }
+}
+
+#[test]
+fn a_failing_design_stops_alone_and_says_where() {
+    // The 32-bit design cannot translate the 11th reference; the 48-bit one simulates everything
+    // and counts exactly what it counts alone.
+    let mut t: Vec<Record> = vec![Record::Process { asid: 0 }];
+    t.extend(touch(0..10));
+    t.push(Record::Marker { id: 1 });
+    t.push(load(1 << 40));
+    t.extend(touch(0..20));
+    let narrow = cfg("", "radix");
+    let mut narrow = narrow;
+    narrow.name = "narrow".into();
+    narrow.page_table.va_bits = 32;
+    let wide = cfg("", "radix");
+    let (alone, _) = run_one(&wide, t.clone(), None);
+    let mut systems = vec![System::new(&narrow).unwrap(), System::new(&wide).unwrap()];
+    let summary = engine::run(&mut VecReader(t.clone(), 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
+    assert_eq!(summary.trace.references, 31);
+    let f = systems[0].failure().expect("the 32-bit design fails");
+    assert_eq!((f.reference, f.record), (11, 13), "{f:?}");
+    assert!(f.error.to_string().contains("0x10000000000 lies outside the 32-bit"), "{}", f.error);
+    assert!(systems[1].failure().is_none());
+    assert_eq!(systems[1].stats(), alone);
+}
