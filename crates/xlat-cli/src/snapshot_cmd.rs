@@ -130,13 +130,31 @@ pub fn run_snapshot(path: &str, config_files: &[PathBuf], presets: &[String], co
         }
     }
     let snap = snapshot::read(Path::new(path))?;
-    let reports = snapshot::evaluate(&snap, &configs)?;
+    // A design that cannot hold the snapshot fails alone, as in a run over a trace.
+    let mut reports = Vec::new();
+    let mut failed = Vec::new();
+    for c in &configs {
+        match snapshot::evaluate(&snap, std::slice::from_ref(c)) {
+            Ok(mut r) => reports.append(&mut r),
+            Err(e) => failed.push(format!("{path}: {e}")),
+        }
+    }
+    if reports.is_empty() {
+        bail!("{}", failed.join("; "));
+    }
     if let Some(out) = &common.json {
-        let doc = serde_json::to_string_pretty(&snapshot::json(&snap, path, &reports))? + "\n";
-        super::write_output(out, &doc)?;
+        let mut doc = snapshot::json(&snap, path, &reports);
+        doc["failed"] = serde_json::json!(failed);
+        super::write_output(out, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
     }
     if !common.quiet && common.json.as_deref() != Some("-") {
         print!("{}", snapshot::table(&snap, path, &reports));
+        for f in &failed {
+            println!("FAILED {f}");
+        }
     }
-    Ok(())
+    match failed.len() {
+        0 => Ok(()),
+        n => bail!("{n} of {} designs failed, the others are reported: {}", configs.len(), failed.join("; ")),
+    }
 }

@@ -356,3 +356,23 @@ fn run_snapshot_errors_are_one_line() {
     assert_mentions(&e, &["process 4294967"]);
     assert_absent(&dir.path().join("y"));
 }
+
+/// With `--snapshot` as with a trace, a design that cannot hold the pages fails alone: the others
+/// are reported as when run without it, and the command exits with status 2.
+#[test]
+fn run_snapshot_reports_the_designs_that_did_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.xsnap", handmade(&[page_set(3)]));
+    let alone = parse_json(&ok(run(&["run", "--snapshot", s(&good), "-p", "x86-64", "--json", "-"])).stdout);
+    let json = dir.path().join("o.json");
+    let out = run(&["run", "--snapshot", s(&good), "-p", "mips-r3000", "-p", "x86-64", "--json", s(&json)]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("xlat: error: 1 of 2 designs failed") && err.lines().count() == 1, "{err}");
+    assert_mentions(&err, &["good.xsnap", "mips-r3000", "page_table.va_bits"]);
+    let table = stdout(&out);
+    assert!(table.lines().any(|l| l.starts_with("FAILED ") && l.contains("mips-r3000")), "{table}");
+    let v = read_json(&json);
+    assert_eq!(v["configs"], alone["configs"], "x86-64 as when run alone");
+    assert!(v["failed"][0].as_str().unwrap().contains("mips-r3000"), "{v}");
+}
