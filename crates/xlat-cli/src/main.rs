@@ -4,12 +4,34 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xlat::config::{Config, PRESETS};
 use xlat::engine::{self, RunOptions, System};
 use xlat::report::{self, ReportInput};
 use xlat::trace::{self, Format, TraceReader};
+
+/// `println!` that reports a failed write (a full disk) as an error instead of panicking. A
+/// closed pipe never gets here: SIGPIPE ends the process quietly, as it does other Unix tools.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_error)?
+    }};
+}
+
+/// `print!` that reports a failed write as an error (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_error)?
+    }};
+}
+
+/// The error of a failed write to standard output.
+pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    anyhow!("standard output: cannot write: {e}")
+}
 
 mod model_cmd;
 mod reproduce_cmd;
@@ -201,6 +223,13 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 fn main() {
+    // A closed pipe (`xlat presets | head -1`) ends xlat quietly with SIGPIPE, as it does other
+    // Unix tools, instead of an error on every later write. Rust ignores SIGPIPE by default.
+    // SAFETY: setting a signal's disposition to its default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    remove_partial_files_on_signals();
     // A panic is a bug in xlat, but the user still gets one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -241,12 +270,31 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Err(e) = dispatch(cli) {
+    // Whatever is still buffered must reach standard output too, or the run is an error.
+    let done = dispatch(cli).and_then(|()| std::io::stdout().flush().map_err(stdout_error));
+    if let Err(e) = done {
         // One line: the chain of causes joined, never a backtrace.
         let msg = format!("{e:#}").replace('\n', " ");
         let _ = writeln!(std::io::stderr(), "xlat: error: {msg}");
         std::process::exit(2);
     }
+}
+
+/// On SIGINT or SIGTERM, removes the partial output files being written (`xlat::output`), then
+/// dies of the signal as it would have. (`xlat snapshot -- CMD` installs its own handlers while
+/// it watches the command, to write the snapshot taken so far.)
+fn remove_partial_files_on_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            xlat::output::remove_partials();
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 /// The help to point a command-line error to: the subcommand's if one was named.
@@ -281,6 +329,9 @@ fn format_arg(s: &str) -> Option<Format> {
 }
 
 fn cmd_run(a: RunArgs) -> Result<()> {
+    let mut inputs: Vec<&Path> = a.configs.iter().map(PathBuf::as_path).collect();
+    inputs.extend(a.trace.iter().chain(&a.snapshot).map(Path::new));
+    refuse_overwriting_inputs(&[a.common.json.as_deref(), a.common.csv.as_deref()], &inputs)?;
     if !a.command.is_empty() {
         return trace_cmd::run_online(&a.configs, &a.presets, &a.tracer, &a.command, a.tee.as_deref(), &a.common);
     }
@@ -362,6 +413,13 @@ fn simulate(
             summary.trace.events
         );
     }
+    if summary.trace.clipped_accesses > 0 {
+        eprintln!(
+            "xlat: warning: {trace_path}: {} access{} run past the top of the 64-bit address space; each was simulated up to its last page (trace.clipped_accesses)",
+            summary.trace.clipped_accesses,
+            if summary.trace.clipped_accesses == 1 { "" } else { "es" }
+        );
+    }
     let input = ReportInput { trace_path, format, summary: &summary, seconds };
     let failed: Vec<String> =
         systems.iter().filter_map(|s| s.failure().map(|f| report::failure_message(&input, f))).collect();
@@ -381,7 +439,7 @@ fn simulate(
     }
     let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
     if !common.quiet && !to_stdout {
-        print!("{}", report::table(&input, &systems));
+        out!("{}", report::table(&input, &systems));
         eprintln!(
             "simulated {} design{}{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),
@@ -402,10 +460,24 @@ fn simulate(
 
 pub(crate) fn write_output(path: &str, text: &str) -> Result<()> {
     if path == "-" {
-        std::io::stdout().write_all(text.as_bytes())?;
-        return Ok(());
+        return std::io::stdout().write_all(text.as_bytes()).map_err(stdout_error);
     }
-    std::fs::write(path, text).with_context(|| format!("{path}: cannot write"))
+    let out = xlat::output::Output::start(path, "");
+    out.create()
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .and_then(|()| out.commit())
+        .with_context(|| format!("{path}: cannot write"))
+}
+
+/// Refuses outputs that would overwrite one of the command's inputs (`--json t.xtr` over the
+/// trace being read), before anything is read or written.
+pub(crate) fn refuse_overwriting_inputs(outputs: &[Option<&str>], inputs: &[&Path]) -> Result<()> {
+    for out in outputs.iter().flatten().filter(|o| **o != "-") {
+        if let Some(input) = inputs.iter().find(|i| xlat::output::same_file(Path::new(out), i)) {
+            bail!("{out}: an output cannot overwrite an input of the command ({})", input.display());
+        }
+    }
+    Ok(())
 }
 
 /// The bundled demo trace (see `data/README.md` for how it was made).
@@ -442,7 +514,7 @@ fn cmd_demo(a: DemoArgs) -> Result<()> {
         trace::open::reader_from_stream(stream, DEMO_NAME, Some(Format::Xtr), Some(DEMO_TRACE.len() as u64), false)?;
     let to_stdout = a.common.json.as_deref() == Some("-") || a.common.csv.as_deref() == Some("-");
     if !a.common.quiet && !to_stdout {
-        println!("xlat demo: a real program's memory trace (see data/README.md) through six designs.\n");
+        outln!("xlat demo: a real program's memory trace (see data/README.md) through six designs.\n");
     }
     simulate(&configs, reader.as_mut(), DEMO_NAME, "xtr", &a.common)
 }
@@ -454,29 +526,38 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
     let stats = if a.output == "-" {
         trace::open::convert(&a.input, "-", from, to)?
     } else {
-        if let (Ok(i), Ok(o)) = (std::fs::canonicalize(&a.input), std::fs::canonicalize(&a.output)) {
-            if i == o {
-                bail!("{}: output is the same file as the input", a.output);
-            }
+        if xlat::output::same_file(Path::new(&a.input), Path::new(&a.output)) {
+            bail!("{}: output is the same file as the input", a.output);
         }
-        // Write next to the output and rename on success: a failed conversion leaves nothing.
-        let tmp = format!("{}.xlat-partial", a.output);
-        let tmp_named = match trace::open::Compression::from_name(&a.output) {
-            trace::open::Compression::None => tmp.clone(),
-            trace::open::Compression::Gzip => format!("{tmp}.gz"),
-            trace::open::Compression::Zstd => format!("{tmp}.zst"),
-            trace::open::Compression::Xz => format!("{tmp}.xz"),
+        // Written next to the output and renamed on success (special files in place): a failed
+        // or interrupted conversion leaves nothing.
+        let suffix = match trace::open::Compression::from_name(&a.output) {
+            trace::open::Compression::None => "",
+            trace::open::Compression::Gzip => ".gz",
+            trace::open::Compression::Zstd => ".zst",
+            trace::open::Compression::Xz => ".xz",
         };
-        match trace::open::convert(&a.input, &tmp_named, from, to) {
-            Ok(stats) => {
-                std::fs::rename(&tmp_named, &a.output).with_context(|| format!("{}: cannot write", a.output))?;
-                stats
+        let out = xlat::output::Output::start(&a.output, suffix);
+        // Long conversions (compressing to xz takes minutes) show that they are moving.
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} records converted")
+                    .expect("valid template"),
+            );
+            b
+        });
+        let stats = trace::open::convert_with_progress(&a.input, &out.path().to_string_lossy(), from, to, |n| {
+            if let Some(b) = &bar {
+                b.set_position(n);
             }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp_named);
-                return Err(e.into());
-            }
+        });
+        if let Some(b) = bar {
+            b.finish_and_clear();
         }
+        let stats = stats?;
+        out.commit().with_context(|| format!("{}: cannot write", a.output))?;
+        stats
     };
     if a.output != "-" {
         eprintln!(
@@ -502,6 +583,7 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
 }
 
 fn cmd_info(a: InfoArgs) -> Result<()> {
+    refuse_overwriting_inputs(&[a.json.as_deref()], &[Path::new(&a.trace)])?;
     let mut reader = trace::open::open_reader(&a.trace, format_arg(&a.format))?;
     if a.quick {
         return quick_count(&a.trace, reader.as_mut(), a.json.as_deref());
@@ -511,7 +593,7 @@ fn cmd_info(a: InfoArgs) -> Result<()> {
         write_output(path, &(serde_json::to_string_pretty(&info)? + "\n"))?;
     }
     if a.json.as_deref() != Some("-") {
-        print_info(&a.trace, &info);
+        print_info(&a.trace, &info)?;
     }
     Ok(())
 }
@@ -540,13 +622,16 @@ fn quick_count(path: &str, reader: &mut dyn TraceReader, json: Option<&str>) -> 
         write_output(out, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
     }
     if json != Some("-") {
-        println!("trace            {path}");
-        println!(
+        outln!("trace            {path}");
+        outln!(
             "references       {refs} (ifetch {}, load {}, store {}, modify {})",
-            by_kind[0], by_kind[1], by_kind[2], by_kind[3]
+            by_kind[0],
+            by_kind[1],
+            by_kind[2],
+            by_kind[3]
         );
-        println!("events           {events}");
-        println!(
+        outln!("events           {events}");
+        outln!(
             "read in          {seconds:.3} s ({:.1} M records/s, {:.1} MB/s of decompressed input)",
             (refs + events) as f64 / seconds.max(1e-9) / 1e6,
             bytes as f64 / seconds.max(1e-9) / 1e6
@@ -555,10 +640,10 @@ fn quick_count(path: &str, reader: &mut dyn TraceReader, json: Option<&str>) -> 
     Ok(())
 }
 
-fn print_info(path: &str, i: &trace::info::TraceInfo) {
-    println!("trace            {path}");
-    println!("records          {}", i.records);
-    println!(
+fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
+    outln!("trace            {path}");
+    outln!("records          {}", i.records);
+    outln!(
         "references       {} (ifetch {}, load {}, store {}, modify {})",
         i.references,
         i.by_kind.get(trace::Kind::Ifetch),
@@ -566,16 +651,17 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) {
         i.by_kind.get(trace::Kind::Store),
         i.by_kind.get(trace::Kind::Modify)
     );
-    println!("bytes accessed   {}", i.bytes_accessed);
-    println!("distinct pages   {} (4 KB; footprint {} KB)", i.distinct_pages, i.footprint_bytes >> 10);
-    println!("processes        {} (ASIDs {:?})", i.processes, i.asids);
-    println!("events           {}", i.events.total());
+    outln!("bytes accessed   {}", i.bytes_accessed);
+    outln!("distinct pages   {} (4 KB; footprint {} KB)", i.distinct_pages, i.footprint_bytes >> 10);
+    outln!("processes        {} (ASIDs {:?})", i.processes, i.asids);
+    outln!("events           {}", i.events.total());
     if let (Some(lo), Some(hi)) = (i.min_addr, i.max_addr) {
-        println!("address range    {lo:#x} - {hi:#x}");
+        outln!("address range    {lo:#x} - {hi:#x}");
     }
     if i.skipped > 0 {
-        println!("skipped          {} input lines or records", i.skipped);
+        outln!("skipped          {} input lines or records", i.skipped);
     }
+    Ok(())
 }
 
 fn cmd_gen(a: GenArgs) -> Result<()> {
@@ -616,13 +702,13 @@ fn cmd_presets(a: PresetsArgs) -> Result<()> {
         let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == name) else {
             return Err(Config::preset(&name).expect_err("not a preset").into());
         };
-        print!("{text}");
+        out!("{text}");
         return Ok(());
     }
     for (name, _) in PRESETS {
         let c = Config::preset(name)?;
-        println!("{name:<14} {}", c.description);
-        println!("{:<14} source: {}", "", c.source);
+        outln!("{name:<14} {}", c.description);
+        outln!("{:<14} source: {}", "", c.source);
     }
     Ok(())
 }

@@ -45,6 +45,9 @@ struct Entry {
 }
 
 pub fn cmd_model(a: ModelArgs) -> Result<()> {
+    let mut inputs: Vec<&std::path::Path> = a.configs.iter().map(PathBuf::as_path).collect();
+    inputs.extend(a.snapshot.as_deref());
+    super::refuse_overwriting_inputs(&[a.json.as_deref()], &inputs)?;
     let configs = super::load_designs(&a.configs, &a.presets)?;
     for (i, c) in configs.iter().enumerate() {
         if configs[..i].iter().any(|o| o.name == c.name) {
@@ -80,7 +83,7 @@ pub fn cmd_model(a: ModelArgs) -> Result<()> {
         super::write_output(path, &(serde_json::to_string_pretty(&json(&source, ptes, &entries))? + "\n"))?;
     }
     if a.json.as_deref() != Some("-") {
-        print!("{}", table(&source, ptes, &entries));
+        out!("{}", table(&source, ptes, &entries));
     }
     Ok(())
 }

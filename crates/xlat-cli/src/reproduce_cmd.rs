@@ -100,7 +100,7 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         eprintln!("xlat: warning: {w}");
     }
     let claims = res.claims();
-    println!(
+    outln!(
         "talluri95: {} workloads in {:.1} s; {} of {} claims agree; report: {}",
         res.workloads.len(),
         started.elapsed().as_secs_f64(),
@@ -109,8 +109,8 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         a.out.join("report.md").display()
     );
     for c in &claims {
-        println!("  [{}] {}: {}", if c.holds { "agrees" } else { "differs" }, c.paper, c.measured);
+        outln!("  [{}] {}: {}", if c.holds { "agrees" } else { "differs" }, c.paper, c.measured);
     }
-    println!("files: {}", files.len());
+    outln!("files: {}", files.len());
     Ok(())
 }

@@ -148,9 +148,9 @@ pub fn run_snapshot(path: &str, config_files: &[PathBuf], presets: &[String], co
         super::write_output(out, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
     }
     if !common.quiet && common.json.as_deref() != Some("-") {
-        print!("{}", snapshot::table(&snap, path, &reports));
+        out!("{}", snapshot::table(&snap, path, &reports));
         for f in &failed {
-            println!("FAILED {f}");
+            outln!("FAILED {f}");
         }
     }
     match failed.len() {

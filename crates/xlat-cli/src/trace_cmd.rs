@@ -108,7 +108,8 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
         ..XtrOptions::default()
     };
     // Written next to the output and renamed at the end: a failed trace leaves nothing.
-    let partial = format!("{output}.xlat-partial");
+    let out = xlat::output::Output::start(&output, "");
+    let partial = out.path().to_string_lossy().into_owned();
     let file = create_output(&partial)?;
     let (sink, compressor) = compress_on_thread(file, compression, &output)?;
     let mut writer = XtrWriter::with_options(sink, &output, opts)?;
@@ -117,7 +118,6 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
         Ok(r) => r,
         Err(e) => {
             drop(writer);
-            let _ = std::fs::remove_file(&partial);
             return Err(e);
         }
     };
@@ -135,11 +135,8 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
         compressor.join().map_err(|_| anyhow!("{output}: the compression thread failed"))??;
         Ok(())
     });
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&partial);
-        return Err(e);
-    }
-    std::fs::rename(&partial, &output).with_context(|| format!("{output}: cannot write"))?;
+    result?;
+    out.commit().with_context(|| format!("{output}: cannot write"))?;
     let (by_kind, events) = (outcome.stats.by_kind, outcome.stats.events);
     let seconds = started.elapsed().as_secs_f64();
     let refs: u64 = by_kind.iter().sum();

@@ -146,8 +146,8 @@ fn build(a: BuildArgs) -> Result<()> {
 fn list(c: CommonArgs) -> Result<()> {
     let (manifest, size, dir) = setup(&c)?;
     let selected = manifest.select(&c.only).map_err(|e| anyhow!(e))?;
-    println!("workloads ({}) in {}", size.name(), dir.display());
-    println!(
+    outln!("workloads ({}) in {}", size.name(), dir.display());
+    outln!(
         "{:<12} {:<16} {:<7} {:>5} {:>12} {:>11} {:>11} {:>10} {:>10} {:>9} {:>10} {:>6}",
         "name",
         "package",
@@ -167,7 +167,7 @@ fn list(c: CommonArgs) -> Result<()> {
         match (workloads::up_to_date(w, size, &dir), workloads::read_sidecar(&dir, &w.name)) {
             (Some(s), _) => {
                 let k = |n: &str| s.by_kind.get(n).copied().unwrap_or(0);
-                println!(
+                outln!(
                     "{head} {:>5} {:>12} {:>11} {:>11} {:>10} {:>10} {:>9} {:>10} {:>6}",
                     s.processes,
                     s.references,
@@ -180,8 +180,8 @@ fn list(c: CommonArgs) -> Result<()> {
                     s.exit_status
                 );
             }
-            (None, Some(_)) => println!("{head} stale (the manifest entry changed): run `xlat workloads build`"),
-            (None, None) => println!("{head} not built"),
+            (None, Some(_)) => outln!("{head} stale (the manifest entry changed): run `xlat workloads build`"),
+            (None, None) => outln!("{head} not built"),
         }
     }
     Ok(())

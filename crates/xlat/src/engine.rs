@@ -34,6 +34,8 @@ pub struct Structure {
     pub latency: u64,
     /// Entry format (reserved partitions: single).
     pub format: TlbFormat,
+    /// Complete-subblock with subblock prefetch: a miss fills every mapped page of its block.
+    pub prefetch: bool,
     /// The TLB itself.
     pub tlb: Tlb,
 }
@@ -151,6 +153,7 @@ impl System {
                 serves: Some(t.serves),
                 latency: t.latency,
                 format: t.format,
+                prefetch: t.prefetch,
                 tlb,
             });
         }
@@ -188,6 +191,7 @@ impl System {
                 serves: None,
                 latency: 0,
                 format: TlbFormat::Single,
+                prefetch: false,
                 tlb,
             });
             structures.len() - 1
@@ -431,12 +435,27 @@ impl System {
         }
     }
 
-    /// [`System::fill`] after a prefetching walk: `block` holds the mappings of vpn's block.
+    /// [`System::fill`] after a prefetching walk: `block` holds the mappings of vpn's block, as
+    /// large as the largest block of the path's prefetching structures. Each prefetching
+    /// structure takes its own (aligned, possibly smaller) block out of it; the others take only
+    /// the missing page, as after an ordinary walk.
     fn fill_block(&mut self, levels: &[u8], vpn: Vpn, block: &[Option<Pte>]) {
         let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
+        let first = vpn.0 & !(block.len() as u64 - 1);
         for &t in levels {
             let t = t as usize;
-            let f = self.structures[t].tlb.fill_block(tag, vpn, block);
+            let s = &mut self.structures[t];
+            let f = match s.tlb.format() {
+                Format::CompleteSubblock { block_pages } if s.prefetch => {
+                    let b = block_pages as u64;
+                    let start = ((vpn.0 & !(b - 1)) - first) as usize;
+                    s.tlb.fill_block(tag, vpn, &block[start..start + b as usize])
+                }
+                _ => match block[(vpn.0 - first) as usize] {
+                    Some(pte) => s.tlb.fill(tag, vpn, pte),
+                    None => continue,
+                },
+            };
             self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
             self.stats.tlb[t].subblock_misses += f.merged as u64;
         }
@@ -720,6 +739,9 @@ pub struct TraceCounts {
     pub lookup_page_size: u64,
     /// Event records.
     pub events: u64,
+    /// Accesses that run past the top of the 64-bit address space: simulated up to its last
+    /// page (the readers of text formats reject them; binary formats can hold them).
+    pub clipped_accesses: u64,
 }
 
 /// Options of a run.
@@ -792,7 +814,13 @@ pub fn run(
                                 }
                                 c.references += 1;
                                 c.by_kind[kind as usize] += 1;
-                                let end = addr.saturating_add(size.max(1) as u64 - 1);
+                                let end = match addr.checked_add(size.max(1) as u64 - 1) {
+                                    Some(end) => end,
+                                    None => {
+                                        c.clipped_accesses += 1;
+                                        u64::MAX
+                                    }
+                                };
                                 c.lookups += (end >> shift) - (addr >> shift) + 1;
                             } else {
                                 c.events += 1;

@@ -52,6 +52,7 @@ pub mod cost;
 pub mod engine;
 pub mod model;
 pub mod os;
+pub mod output;
 pub mod plot;
 pub mod pt;
 pub mod report;

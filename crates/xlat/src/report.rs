@@ -62,6 +62,7 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
             "lookups": t.lookups,
             "lookup_page_size": t.lookup_page_size,
             "events": t.events,
+            "clipped_accesses": t.clipped_accesses,
             "skipped": input.summary.reader.skipped,
             "stopped_at_max_refs": input.summary.truncated_by_limit,
         },

@@ -188,7 +188,7 @@ pub fn write_to(snap: &Snapshot, out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// Writes `snap` to `path` (`-`: standard output). A file is written next to its final name and
-/// renamed once complete, so a failure leaves no partial snapshot.
+/// renamed once complete, so a failure leaves no partial snapshot (`crate::output`).
 pub fn write(snap: &Snapshot, path: &str) -> Result<(), SnapshotError> {
     let io = |error| SnapshotError::Io { file: path.to_string(), error };
     if path == "-" {
@@ -197,19 +197,15 @@ pub fn write(snap: &Snapshot, path: &str) -> Result<(), SnapshotError> {
         write_to(snap, &mut w).and_then(|_| w.flush()).map_err(io)?;
         return Ok(());
     }
-    let tmp = format!("{path}.xlat-partial");
-    let result = std::fs::File::create(&tmp).and_then(|f| {
-        let mut w = std::io::BufWriter::new(f);
-        write_to(snap, &mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
-    });
-    match result.and_then(|_| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(io(e))
-        }
-    }
+    let out = crate::output::Output::start(path, "");
+    out.create()
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            write_to(snap, &mut w)?;
+            w.flush()
+        })
+        .and_then(|()| out.commit())
+        .map_err(io)
 }
 
 /// Reads a snapshot file.

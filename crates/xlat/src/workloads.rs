@@ -622,7 +622,8 @@ pub fn build(w: &Workload, size: Size, dir: &Path, with_snapshot: bool) -> Resul
     };
     let output = trace_path(dir, &w.name);
     let out_name = output.display().to_string();
-    let partial = format!("{out_name}.xlat-partial");
+    let out = crate::output::Output::start(&out_name, "");
+    let partial = out.path().to_string_lossy().into_owned();
     let opts = XtrOptions {
         metadata: vec![
             ("command".to_string(), argv.join(" ")),
@@ -654,15 +655,9 @@ pub fn build(w: &Workload, size: Size, dir: &Path, with_snapshot: bool) -> Resul
         Box::new(writer).finish().map_err(|e| build_err(w, e))?;
         Ok(outcome)
     })();
-    let outcome = match traced {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(e);
-        }
-    };
+    let outcome = traced?;
     let trace_seconds = started.elapsed().as_secs_f64();
-    std::fs::rename(&partial, &output).map_err(|e| build_err(w, format!("{out_name}: cannot write: {e}")))?;
+    out.commit().map_err(|e| build_err(w, format!("{out_name}: cannot write: {e}")))?;
     let mut reader = trace::open::open_reader(&out_name, None).map_err(|e| build_err(w, e))?;
     let info = trace::info::info(reader.as_mut()).map_err(|e| build_err(w, e))?;
     let (mut snapshot_resident_pages, mut snapshot_processes) = (0, 0);

@@ -310,3 +310,40 @@ proptest! {
         }
     }
 }
+
+/// Two complete-subblock levels with different block sizes, prefetching or not: each level fills
+/// its own block (a crash once, when the larger block's mappings were handed to the smaller
+/// one), and no level ever translates a page the page table does not hold.
+#[test]
+fn complete_subblock_levels_with_different_blocks_fill_their_own_blocks() {
+    let mut pages = synthetic_pages();
+    pages.extend(fixture_pages().into_iter().take(200_000));
+    for (l1, l2) in [
+        ("subblock_factor = 16\nprefetch = true", "subblock_factor = 64\nprefetch = true"),
+        ("subblock_factor = 64\nprefetch = true", "subblock_factor = 16\nprefetch = true"),
+        ("subblock_factor = 16\nprefetch = true", "subblock_factor = 64"),
+        ("subblock_factor = 8", "subblock_factor = 32\nprefetch = true"),
+    ] {
+        for kind in ["radix", "clustered"] {
+            let toml = format!(
+                "name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = 16\nformat = \"complete-subblock\"\n{l1}\n\
+                 [[tlb]]\nname = \"L2\"\nlevel = 2\nentries = 64\nformat = \"complete-subblock\"\n{l2}\n\
+                 [page_table]\nkind = \"{kind}\"\n[os]\nframe_allocator = \"buddy\"\nreservation = true\nblock_pages = 64\n"
+            );
+            let mut sys = System::new(&Config::from_toml(&toml, "two levels").unwrap()).unwrap();
+            for (i, chunk) in pages.chunks(4096).enumerate() {
+                let recs: Vec<Record> =
+                    chunk.iter().map(|&p| Record::Access { kind: Kind::Load, size: 1, addr: p << 12 }).collect();
+                sys.process(&recs).unwrap();
+                if i % 8 == 0 {
+                    sys.check_translations().unwrap_or_else(|e| panic!("[{l1}] [{l2}] {kind}: {e}"));
+                }
+            }
+            sys.check_translations().unwrap_or_else(|e| panic!("[{l1}] [{l2}] {kind}: {e}"));
+            let s = sys.stats();
+            assert_eq!(s.tlb[0].accesses, pages.len() as u64);
+            assert_eq!(s.tlb[1].accesses, s.tlb[0].misses, "L2 sees L1's misses");
+            assert_eq!(s.walks.count, s.tlb[1].misses);
+        }
+    }
+}

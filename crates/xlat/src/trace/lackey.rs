@@ -133,6 +133,9 @@ fn parse(s: &[u8]) -> Line {
     if size == 0 {
         return Line::Bad("size 0 (sizes are at least 1)");
     }
+    if addr.checked_add(size - 1).is_none() {
+        return Line::Bad("the access runs past the top of the 64-bit address space");
+    }
     while matches!(at(p), b' ' | b'\t' | b'\r') {
         p += 1;
     }
@@ -152,14 +155,19 @@ pub fn parse_line(line: &[u8]) -> Option<Result<Record, &'static str>> {
     }
 }
 
-/// A short printable excerpt of a line for error messages.
+/// A short printable excerpt of a line for error messages, quoted; binary data is not shown,
+/// only named.
 fn excerpt(line: &[u8]) -> String {
     let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len()).min(80);
-    let s = line[..end].escape_ascii().to_string();
+    let text = &line[..end];
+    if text.iter().any(|&b| !(b.is_ascii_graphic() || b == b' ' || b == b'\t' || b == b'\r')) {
+        return "(binary data, not text)".to_string();
+    }
+    let s = format!("\"{}", String::from_utf8_lossy(text).trim_end());
     if end < line.len() && line[end] != b'\n' {
-        s + "..."
+        s + "...\""
     } else {
-        s
+        s + "\""
     }
 }
 
@@ -326,7 +334,7 @@ impl<R: Read + Send> TraceReader for LackeyReader<R> {
                 return Err(TraceError::at_line(
                     &self.name,
                     line + 1,
-                    format!("malformed lackey reference \"{shown}\": {msg}"),
+                    format!("malformed lackey reference {shown}: {msg}"),
                 ));
             }
             self.pos = pos;
@@ -337,6 +345,19 @@ impl<R: Read + Send> TraceReader for LackeyReader<R> {
             }
         }
         self.stats.records += out.len() as u64;
+        if out.is_empty() && self.stats.records == 0 && self.stats.skipped > 0 {
+            // The end, and not one reference line: not a lackey trace at all (binary data, or
+            // another format read as lackey), which must not pass for an empty trace.
+            return Err(TraceError::at_line(
+                &self.name,
+                self.line,
+                format!(
+                    "no lackey reference line in {} line{} (expected lines like \"I  0400d7d4,8\" or \" L 04222cac,8\"): not a lackey trace",
+                    self.stats.skipped,
+                    if self.stats.skipped == 1 { "" } else { "s" }
+                ),
+            ));
+        }
         self.stats.bytes = self.base + self.pos as u64 - (self.appended && self.pos == self.end) as u64;
         Ok(out.len())
     }

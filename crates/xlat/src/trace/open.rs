@@ -552,6 +552,17 @@ pub fn convert(
     from: Option<Format>,
     to: Option<Format>,
 ) -> Result<ConvertStats, TraceError> {
+    convert_with_progress(input, output, from, to, |_| {})
+}
+
+/// [`convert`], calling `progress` after each batch with the records converted so far.
+pub fn convert_with_progress(
+    input: &str,
+    output: &str,
+    from: Option<Format>,
+    to: Option<Format>,
+    mut progress: impl FnMut(u64),
+) -> Result<ConvertStats, TraceError> {
     if input != "-" && output != "-" {
         if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
             if a == b {
@@ -574,6 +585,7 @@ pub fn convert(
         stats.accesses += accesses;
         stats.events += batch.len() as u64 - accesses;
         writer.write(&batch)?;
+        progress(stats.records);
     }
     writer.finish()?;
     if to != Format::Xtr {
