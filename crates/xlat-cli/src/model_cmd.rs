@@ -36,6 +36,10 @@ pub struct ModelArgs {
     json: Option<String>,
 }
 
+/// Largest page table `xlat model` builds to compare with the formulas (its nodes are real
+/// memory here, about their Table 2 size).
+const MAX_SIMULATED_TABLE_BYTES: u64 = 2 << 30;
+
 /// One design's result.
 struct Entry {
     config: Config,
@@ -73,8 +77,28 @@ pub fn cmd_model(a: ModelArgs) -> Result<()> {
             _ => unreachable!(),
         }
         .map_err(|e| anyhow!("config '{}': {e}", c.name))?;
+        // As `xlat run --snapshot` would: the design's memory must hold the pages.
+        let frames = c.os.memory_bytes / c.page_size;
+        if pages.len() as u64 > frames {
+            bail!(
+                "config '{}': {} pages do not fit in os.memory_bytes = {} ({frames} frames): physical memory exhausted",
+                c.name,
+                pages.len(),
+                c.os.memory_bytes
+            );
+        }
         let formula = model::evaluate(&pages, &c.page_table, page, ptes, None)
             .map_err(|e| anyhow!("config '{}': {e}", c.name))?;
+        // The simulated radix and linear tables hold their nodes in this machine's memory.
+        if formula.table_bytes > MAX_SIMULATED_TABLE_BYTES as f64 {
+            bail!(
+                "config '{}': the simulated {} table would take {:.1} GiB (Table 2 size of these pages), more than the {} GiB xlat model builds: model fewer or denser pages",
+                c.name,
+                c.page_table.kind.name(),
+                formula.table_bytes / (1u64 << 30) as f64,
+                MAX_SIMULATED_TABLE_BYTES >> 30
+            );
+        }
         let sim =
             model::simulate(&pages, &c.page_table, page, ptes).map_err(|e| anyhow!("config '{}': {e}", c.name))?;
         entries.push(Entry { pages: pages.len() as u64, config: c, formula, sim });

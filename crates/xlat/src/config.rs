@@ -230,16 +230,18 @@ impl Config {
     /// Parses and validates TOML text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<Config, ConfigError> {
         let cfg: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(1);
-            let at = e.span().map(|s| section_at(text, s.start)).unwrap_or_default();
             let msg = e.message().trim().replace('\n', " ");
+            // Some errors (nesting too deep) come without a place: find the first line at which
+            // the text stops parsing.
+            let start = match e.span() {
+                Some(s) if s.start > 0 => Some(s.start.min(text.len())),
+                _ => first_bad_line(text),
+            };
+            let line = start.map(|p| text[..p].matches('\n').count() + 1).unwrap_or(1);
+            let at = start.map(|p| section_at(text, p)).unwrap_or_default();
             ConfigError::Parse {
                 file: file.to_string(),
-                line: if e.span().is_some_and(|s| text[..s.start.min(text.len())].ends_with('\n')) {
-                    line + 1
-                } else {
-                    line
-                },
+                line,
                 message: if at.is_empty() { msg } else { format!("in {at}: {msg}") },
             }
         })?;
@@ -372,11 +374,39 @@ impl Config {
     }
 }
 
-/// The `[table]` or `[[array]]` header in force at byte `pos` of `text` ("top level" if none).
+/// The byte offset of the start of the first line of `text` whose inclusion makes the text
+/// fail to parse as TOML, if the whole text fails (by bisection over line counts).
+fn first_bad_line(text: &str) -> Option<usize> {
+    let starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let fails = |k: usize| {
+        let end = starts.get(k).copied().unwrap_or(text.len());
+        toml::from_str::<toml::Table>(&text[..end]).is_err()
+    };
+    if !fails(starts.len()) {
+        return None;
+    }
+    // The smallest k such that the first k lines fail; the bad line is line k (index k - 1).
+    let (mut lo, mut hi) = (1, starts.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fails(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(starts[lo - 1])
+}
+
+/// The `[table]` or `[[array]]` header in force at byte `pos` of `text` (empty at the top
+/// level), a header on the line of `pos` included.
 fn section_at(text: &str, pos: usize) -> String {
     let mut section = String::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for line in text[..pos.min(text.len())].lines() {
+    let pos = pos.min(text.len());
+    // Through the end of the line holding `pos`: a header there is where the error is.
+    let through = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+    for line in text[..through].lines() {
         let l = line.trim();
         if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
             // Named as the validation errors name them: `tlb[0]` is the first `[[tlb]]`.
@@ -424,6 +454,17 @@ kind = "radix"     # radix | linear | hashed | clustered
         assert!(e.contains("did you mean 'itanium2'?"), "{e}");
         let e = Config::preset("zzzz").unwrap_err().to_string();
         assert_eq!(e, "unknown preset 'zzzz'; `xlat presets` lists them");
+    }
+
+    #[test]
+    fn errors_without_a_place_are_located_by_line() {
+        let deep = format!("{MINIMAL}[{}]\nx = 1\n", vec!["a"; 300].join("."));
+        let e = Config::from_toml(&deep, "m.toml").unwrap_err().to_string();
+        let line = MINIMAL.lines().count() + 1;
+        assert!(e.starts_with(&format!("m.toml: line {line}: ")), "{e}");
+        let header = format!("{MINIMAL}[page_table.a.b]\nx = 1\n");
+        let e = Config::from_toml(&header, "m.toml").unwrap_err().to_string();
+        assert!(e.starts_with(&format!("m.toml: line {line}: in [page_table.a.b]: unknown field `a`")), "{e}");
     }
 
     #[test]

@@ -348,6 +348,37 @@ fn normalized(pages: &[(u32, u64)]) -> Vec<(u32, u64)> {
     v
 }
 
+/// Longest average hash chain [`simulate`] builds and walks: each walk follows its chain and
+/// each insertion searches it, so the work grows as pages² / buckets.
+pub const MAX_AVERAGE_CHAIN: u64 = 64;
+
+/// Refuses hashed and clustered tables whose chains would be so long on average (more than
+/// [`MAX_AVERAGE_CHAIN`] PTEs per bucket) that building and walking them takes quadratic time.
+/// `pages` is sorted.
+fn check_chains(pages: &[(u32, u64)], cfg: &PageTableConfig) -> Result<(), ParamError> {
+    let ptes = match cfg.kind {
+        Kind::Hashed => pages.len() as u64,
+        Kind::Clustered => {
+            let s = cfg.subblock_factor as u64;
+            pages.windows(2).filter(|w| (w[0].0, w[0].1 / s) != (w[1].0, w[1].1 / s)).count() as u64
+                + !pages.is_empty() as u64
+        }
+        _ => return Ok(()),
+    };
+    if ptes > MAX_AVERAGE_CHAIN * cfg.buckets {
+        return Err(ParamError::new(
+            "page_table.buckets",
+            format!(
+                "{ptes} PTEs in {} buckets make chains of {} on average; simulating them takes time that grows as PTEs² / buckets, so xlat model stops at {MAX_AVERAGE_CHAIN} per bucket: raise page_table.buckets to at least {}",
+                cfg.buckets,
+                ptes / cfg.buckets,
+                ptes.div_ceil(MAX_AVERAGE_CHAIN)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that every page lies in the table's `va_bits` address space.
 fn check_range(pages: &[(u32, u64)], cfg: &PageTableConfig, page_size: PageSize) -> Result<(), ParamError> {
     let vpn_bits = cfg.va_bits.saturating_sub(page_size.shift());
@@ -527,6 +558,7 @@ pub fn simulate(
     let mut pt = PageTable::new(&cfg, page_size)?;
     check_range(pages, &cfg, page_size)?;
     let pages = normalized(pages);
+    check_chains(&pages, &cfg)?;
     let s = cfg.subblock_factor as u64;
     let mode = match (cfg.kind, ptes) {
         (Kind::Clustered, BlockPtes::Superpage) if keeps_block_ptes(&cfg, page_size, s, false) => ptes,

@@ -19,6 +19,11 @@ use std::path::Path;
 
 /// First word of the header line of a snapshot file.
 pub const MAGIC: &str = "xlat-snapshot";
+
+/// Most resident pages a snapshot may hold in all (2^27: 512 GiB of 4 KB pages). Every page
+/// number is kept in memory (8 bytes each), so counts read from a file are bounded before they
+/// allocate anything.
+pub const MAX_RESIDENT_PAGES: u64 = 1 << 27;
 /// The format version this module writes and reads.
 pub const VERSION: u32 = 1;
 
@@ -208,15 +213,57 @@ pub fn write(snap: &Snapshot, path: &str) -> Result<(), SnapshotError> {
         .map_err(io)
 }
 
+/// What a file that is not a snapshot is instead, told from its first bytes: a trace given
+/// where a snapshot was expected is the usual mistake.
+fn not_a_snapshot(prefix: &[u8]) -> Option<String> {
+    use crate::trace::open::{looks_like_lackey, Compression};
+    if prefix.starts_with(MAGIC.as_bytes()) {
+        return None;
+    }
+    let hint = "snapshots are plain text made by `xlat snapshot`; give traces with --trace";
+    Some(match Compression::detect(prefix) {
+        Compression::None if prefix.starts_with(crate::trace::xtr::MAGIC) => format!("this is an xtr trace ({hint})"),
+        Compression::None if looks_like_lackey(prefix) => format!("this looks like a lackey trace ({hint})"),
+        Compression::None if std::str::from_utf8(prefix).is_err() || prefix.contains(&0) => {
+            format!("binary data, perhaps a ChampSim trace ({hint})")
+        }
+        Compression::None => return None,
+        c => {
+            // What the compressed data starts with, as far as the buffered prefix decodes.
+            let mut inner = Vec::new();
+            if let Ok((r, _)) = crate::trace::open::decompress(std::io::Cursor::new(prefix.to_vec())) {
+                let _ = std::io::Read::read_to_end(&mut std::io::Read::take(r, 4096), &mut inner);
+            }
+            let what = if inner.starts_with(crate::trace::xtr::MAGIC) {
+                "an xtr trace"
+            } else if looks_like_lackey(&inner) {
+                "a lackey trace"
+            } else {
+                "data, perhaps a trace"
+            };
+            format!("this is {what}, {}-compressed ({hint})", c.name())
+        }
+    })
+}
+
 /// Reads a snapshot file.
 pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
     let name = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|error| SnapshotError::Io { file: name.clone(), error })?;
-    read_from(std::io::BufReader::new(f), &name)
+    // A large buffer, so that the first bytes of a compressed trace given by mistake decode.
+    read_from(std::io::BufReader::with_capacity(1 << 18, f), &name)
 }
 
 /// Reads a snapshot in the text format from `input`; `file` names it in errors.
-pub fn read_from(input: impl BufRead, file: &str) -> Result<Snapshot, SnapshotError> {
+pub fn read_from(mut input: impl BufRead, file: &str) -> Result<Snapshot, SnapshotError> {
+    let prefix = input.fill_buf().map_err(|error| SnapshotError::Io { file: file.to_string(), error })?;
+    if let Some(what) = not_a_snapshot(prefix) {
+        return Err(SnapshotError::Parse {
+            file: file.to_string(),
+            line: 1,
+            message: format!("not an xlat snapshot: {what}"),
+        });
+    }
     let mut snap = Snapshot { processes: Vec::new(), taken_at: String::new(), page_size: 0 };
     let mut page_size: Option<u64> = None;
     let mut taken_at: Option<String> = None;
@@ -225,6 +272,7 @@ pub fn read_from(input: impl BufRead, file: &str) -> Result<Snapshot, SnapshotEr
     let mut line_no = 0usize;
     // Runs of the current process's pages, checked to ascend.
     let mut prev_last: Option<u64> = None;
+    let mut total_pages = 0u64;
     for line in input.lines() {
         line_no += 1;
         let line = line.map_err(|error| match error.kind() {
@@ -349,6 +397,12 @@ pub fn read_from(input: impl BufRead, file: &str) -> Result<Snapshot, SnapshotEr
                     if prev_last.is_some_and(|l| start <= l) {
                         return Err(bad(format!(
                             "pages: run '{tok}' does not start after the previous run of this process (runs must ascend and not overlap)"
+                        )));
+                    }
+                    total_pages = total_pages.saturating_add(n);
+                    if total_pages > MAX_RESIDENT_PAGES {
+                        return Err(bad(format!(
+                            "pages: run '{tok}' brings the snapshot above {MAX_RESIDENT_PAGES} resident pages, the most xlat reads (it keeps every page number in memory)"
                         )));
                     }
                     p.resident.extend(start..=last);
