@@ -413,6 +413,12 @@ fn simulate(
             summary.trace.events
         );
     }
+    for e in reader.notes().untraced_execs {
+        let (pid, path) = e.split_once(' ').unwrap_or(("?", &e));
+        eprintln!(
+            "xlat: warning: {trace_path}: process {pid} exec'd {path}, which was not traced: the trace lacks its references"
+        );
+    }
     if summary.trace.clipped_accesses > 0 {
         eprintln!(
             "xlat: warning: {trace_path}: {} access{} run past the top of the 64-bit address space; each was simulated up to its last page (trace.clipped_accesses)",
@@ -655,6 +661,13 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
     outln!("distinct pages   {} (4 KB; footprint {} KB)", i.distinct_pages, i.footprint_bytes >> 10);
     outln!("processes        {} (ASIDs {:?})", i.processes, i.asids);
     outln!("events           {}", i.events.total());
+    if i.threads > 0 {
+        outln!("threads          {} (thread records: {})", i.threads, i.events.thread);
+    }
+    for e in &i.untraced_execs {
+        let (pid, path) = e.split_once(' ').unwrap_or(("?", e));
+        outln!("untraced exec    process {pid} exec'd {path}: its references are not in the trace");
+    }
     if let (Some(lo), Some(hi)) = (i.min_addr, i.max_addr) {
         outln!("address range    {lo:#x} - {hi:#x}");
     }

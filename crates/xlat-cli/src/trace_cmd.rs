@@ -30,9 +30,14 @@ pub struct TracerArgs {
     /// Tracing backend: QEMU user mode with xlat's plugin, or valgrind's lackey (slower).
     #[arg(long, default_value = "qemu", value_parser = ["qemu", "lackey"])]
     backend: String,
-    /// Also trace programs started with execve (each exec'd image gets its own ASID).
-    #[arg(long)]
+    /// Also trace programs started with execve (each exec'd image gets its own ASID). On by
+    /// default when the command is a script (`#!`), whose interpreter would otherwise be all
+    /// that is traced.
+    #[arg(long, conflicts_with = "no_children")]
     children: bool,
+    /// Trace only the command's own image, even when it is a script.
+    #[arg(long)]
+    no_children: bool,
     /// Scheduling quantum: references a process issues before the next one runs.
     #[arg(long, value_name = "N", default_value_t = tracer::DEFAULT_QUANTUM)]
     quantum: u64,
@@ -44,14 +49,52 @@ impl TracerArgs {
         if self.quantum == 0 {
             bail!("--quantum must be at least 1 reference");
         }
+        let children = self.children || (!self.no_children && is_script(&command[0]));
+        if children && !self.children {
+            eprintln!(
+                "xlat: note: {} is a script (#!): following the programs it execs, as with --children (--no-children traces the interpreter alone)",
+                command[0].to_string_lossy()
+            );
+        }
         Ok(TraceSpec {
             command: command.to_vec(),
             backend,
-            children: self.children,
+            children,
             quantum: self.quantum,
             stdout: ProgramOutput::Inherit,
         })
     }
+}
+
+/// One line on standard error per program a traced process exec'd without it being traced.
+fn warn_untraced(outcome: &TraceOutcome) {
+    for e in &outcome.untraced_execs {
+        let (pid, path) = e.split_once(' ').unwrap_or(("?", e));
+        eprintln!(
+            "xlat: warning: process {pid} exec'd {path}, which is not traced (--children follows exec'd programs)"
+        );
+    }
+}
+
+/// True if `program`, found as `execvp` would find it, is a `#!` script (a shell script, or a
+/// shim such as pyenv's `python3`).
+fn is_script(program: &std::ffi::OsStr) -> bool {
+    use std::io::Read;
+    let path = std::path::Path::new(program);
+    let found = if program.to_string_lossy().contains('/') {
+        Some(path.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p).map(|d| d.join(path)).find(|c| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+        })
+    };
+    let mut magic = [0u8; 2];
+    found
+        .and_then(|f| std::fs::File::open(f).ok())
+        .is_some_and(|mut f| f.read_exact(&mut magic).is_ok() && &magic == b"#!")
 }
 
 fn start(spec: &TraceSpec) -> Result<ChannelReader> {
@@ -130,7 +173,12 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
         Ok(())
     })();
     let outcome = reader.outcome();
+    warn_untraced(&outcome);
     let result = result.and_then(|()| {
+        // The trace says what it lacks (`xlat info` shows it).
+        for e in &outcome.untraced_execs {
+            writer.write_extension(trace::xtr::extension::UNTRACED_EXEC, e.as_bytes())?;
+        }
         drop(writer.finish_into_inner()?);
         compressor.join().map_err(|_| anyhow!("{output}: the compression thread failed"))??;
         Ok(())
@@ -264,6 +312,7 @@ pub fn run_online(
     let result = super::simulate(&configs, &mut tee_reader, &name, "online", common);
     let (writer, error) = (tee_reader.writer.take(), tee_reader.error.take());
     let outcome = reader.outcome();
+    warn_untraced(&outcome);
     result?;
     if let Some(e) = error {
         return Err(e.into());

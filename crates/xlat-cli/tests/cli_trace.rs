@@ -483,3 +483,90 @@ fn missing_tools_give_one_line_errors_naming_the_package() {
     assert_mentions(&e, &["no-such-program-xlat", "not found"]);
     assert_absent(&out_path);
 }
+
+/// Two worker threads, each writing its own 64 KB buffer, joined by the main thread.
+const THREADS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static void *work(void *arg) {
+    volatile char *b = malloc(65536);
+    for (int r = 0; r < 20; r++)
+        for (int i = 0; i < 65536; i += 64) b[i] = (char)r;
+    return (void *)b;
+}
+int main(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    puts("joined");
+    return 0;
+}
+"#;
+
+/// Every thread of a traced program is named by `Thread` records on its process's ASID.
+#[test]
+fn threads_of_a_process_are_recorded_as_thread_events() {
+    let prog = compile("threads", THREADS_C, &["-pthread"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("threads.xtr");
+    trace(&out, &[], &[s(&prog)]);
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 1, "{v}");
+    assert!(u(&v, "/threads") >= 3, "main thread and two workers: {v}");
+    assert!(u(&v, "/events/thread") >= 3, "{v}");
+    // Thread IDs, in the records themselves: distinct, and the first is the process's pid.
+    let mut r = xlat::trace::open::open_reader(s(&out), None).unwrap();
+    let mut buf = Vec::new();
+    let mut tids = std::collections::BTreeSet::new();
+    let mut first = None;
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        for rec in &buf {
+            if let xlat::trace::Record::Thread { tid } = *rec {
+                first.get_or_insert(tid);
+                tids.insert(tid);
+            }
+        }
+    }
+    assert!(tids.len() >= 3, "{tids:?}");
+    // The simulation counts them as events and nothing else.
+    let run_v = run_json(&["run", "-p", "x86-64", "-t", s(&out)]);
+    assert_eq!(u(&run_v, "/configs/0/events/threads"), u(&v, "/events/thread"));
+}
+
+/// Without --children, an exec'd program runs untraced: one warning line names it, the trace's
+/// metadata records it, and a run over the trace says so again.
+#[test]
+fn an_exec_d_program_that_is_not_followed_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sh.xtr");
+    let err = trace(&out, &[], &["/bin/sh", "-c", "ls / > /dev/null; true"]);
+    let warn: Vec<&str> = err.lines().filter(|l| l.starts_with("xlat: warning:")).collect();
+    assert_eq!(warn.len(), 1, "{err}");
+    assert!(warn[0].contains("exec'd /usr/bin/ls") && warn[0].contains("--children"), "{err}");
+    let v = info(&out);
+    let untraced = v["untraced_execs"].as_array().unwrap();
+    assert!(untraced.len() == 1 && untraced[0].as_str().unwrap().ends_with(" /usr/bin/ls"), "{v}");
+    let o = ok(run(&["run", "-p", "x86-64", "-t", s(&out), "-q"]));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exec'd /usr/bin/ls, which was not traced"));
+    // An exec that fails is no such thing; with --children nothing is missing.
+    let err = trace(&out, &[], &["/bin/sh", "-c", "/nonexistent/prog 2>/dev/null; true"]);
+    assert!(!err.contains("warning"), "{err}");
+    let err = trace(&out, &["--children"], &["/bin/sh", "-c", "ls / > /dev/null; true"]);
+    assert!(!err.contains("warning"), "{err}");
+    assert!(info(&out)["untraced_execs"].as_array().unwrap().is_empty());
+}
+
+/// A `#!` script is followed into the programs it execs by default.
+#[test]
+fn a_script_command_is_followed_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "shim.sh", "#!/bin/sh\nexec /usr/bin/true \"$@\"\n");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = dir.path().join("s.xtr");
+    let err = trace(&out, &[], &[s(&script)]);
+    assert!(err.contains("is a script (#!)") && !err.contains("warning"), "{err}");
+    assert!(info(&out)["untraced_execs"].as_array().unwrap().is_empty());
+    let err = trace(&out, &["--no-children"], &[s(&script)]);
+    assert!(err.contains("exec'd /usr/bin/true, which is not traced"), "{err}");
+}

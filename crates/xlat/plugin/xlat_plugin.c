@@ -8,8 +8,8 @@
  * crates/xlat/src/tracer/stream.rs.
  *
  * Records are buffered per guest thread and written in whole chunks of at most 4096 bytes
- * (PIPE_BUF), each starting with a header naming the process, so that the writes of forked
- * processes sharing the FIFO never interleave inside a chunk.
+ * (PIPE_BUF), each starting with a header naming the process and the thread, so that the writes
+ * of forked processes sharing the FIFO never interleave inside a chunk.
  *
  * Instruction fetches cost one callback per executed translation block, not one per
  * instruction: the block's instructions are emitted lazily, up to the instruction that makes a
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- QEMU plugin API (7.2, version 1), the subset used ---- */
@@ -93,7 +94,7 @@ XP_EXPORT int qemu_plugin_version = 1;
 /* ---- the record stream (docs/tracing.md) ---- */
 
 #define CHUNK 4096
-#define HEADER 8
+#define HEADER 12
 #define MAGIC 0x5851 /* "QX" little-endian */
 /* Room a record may need: an ifetch run header (10) or the largest event (21). */
 #define ROOM 32
@@ -106,6 +107,8 @@ enum {
     R_EXIT = 0x05,   /* (none) */
     R_START = 0x06,  /* parent pid:u32: first record of a forked process */
     R_EXEC = 0x07,   /* (none): first record of a new program image of the process (execve) */
+    R_EXEC_CALL = 0x08, /* n:u8 path[n]: the process calls execve (or execveat) on path */
+    R_EXEC_FAIL = 0x09, /* (none): that execve failed; the process goes on */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -130,6 +133,7 @@ struct buf {
     uint8_t data[CHUNK];
     uint32_t len;
     uint32_t owner; /* pid of the process whose records these are */
+    uint32_t tid;   /* the guest thread (Linux thread ID) that fills this buffer */
     struct tbinfo *cur;
     uint32_t done; /* instructions of `cur` already emitted */
     uint64_t last_data;
@@ -173,6 +177,7 @@ static struct buf *new_buf(void)
     }
     b->len = HEADER;
     b->owner = cur_pid;
+    b->tid = (uint32_t)syscall(SYS_gettid);
     while (__atomic_exchange_n(&bufs_lock, 1, __ATOMIC_ACQUIRE)) {
     }
     b->next = all_bufs;
@@ -192,6 +197,7 @@ static struct buf *get_buf_slow(unsigned int vcpu)
         /* A buffer inherited at fork from a thread of the parent: start afresh. */
         b->len = HEADER;
         b->owner = cur_pid;
+        b->tid = (uint32_t)syscall(SYS_gettid);
         b->cur = NULL;
         b->load_pos = 0;
         b->last_data = 0;
@@ -217,6 +223,7 @@ static void flush(struct buf *b)
     memcpy(b->data, &magic, 2);
     memcpy(b->data + 2, &len, 2);
     memcpy(b->data + 4, &b->owner, 4);
+    memcpy(b->data + 8, &b->tid, 4);
     size_t off = 0;
     while (off < b->len) {
         ssize_t w = write(out_fd, b->data + off, b->len - off);
@@ -418,6 +425,37 @@ static bool is_fork(int64_t num, uint64_t a1)
     return num == SYS_FORK || num == SYS_VFORK || (num == SYS_CLONE && (!(a1 & CLONE_VM) || (a1 & CLONE_VFORK)));
 }
 
+/* The program an execve names: the path string at guest address `addr`, read through
+   /proc/self/mem (guest addresses are host addresses in x86-64 user mode on an x86-64 host; a bad
+   pointer reads as an error, never as a crash). Emitted as R_EXEC_CALL, so that xlat can say which
+   program it does not trace when the exec succeeds without the exec shim. */
+static void ev_exec_call(struct buf *b, uint64_t addr)
+{
+    char path[256];
+    ssize_t n = -1;
+    int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = pread(fd, path, sizeof path - 1, (off_t)addr);
+        close(fd);
+    }
+    size_t len = 0;
+    if (n > 0) {
+        path[n] = 0;
+        len = strnlen(path, (size_t)n);
+        for (size_t i = 0; i < len; i++) {
+            if ((unsigned char)path[i] < 0x20 || (unsigned char)path[i] == 0x7f) {
+                len = 0; /* not a path */
+                break;
+            }
+        }
+    }
+    room(b, 2 + (uint32_t)len);
+    put8(b, R_EXEC_CALL);
+    put8(b, (uint8_t)len);
+    memcpy(b->data + b->len, path, len);
+    b->len += (uint32_t)len;
+}
+
 static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2,
                        uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
@@ -426,6 +464,9 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
     finish_block(b);
     b->sc_num = num;
     b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5;
+    if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
+        ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
+    }
     if (is_fork(num, a1) || num == SYS_CLONE || num == SYS_EXECVE || num == SYS_EXECVEAT || num == SYS_EXIT ||
         num == SYS_EXIT_GROUP) {
         /* Nothing buffered may be inherited by a child, lost with a replaced image or a thread. */
@@ -461,6 +502,13 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
             ev_map(b, (uint64_t)ret, page_up(a[2]), 1 | 2);
         }
         break;
+    case SYS_EXECVE:
+    case SYS_EXECVEAT:
+        /* Only a failed exec returns here. */
+        room(b, 1);
+        put8(b, R_EXEC_FAIL);
+        flush(b);
+        break;
     case SYS_BRK: {
         uint64_t nb = page_up((uint64_t)ret);
         if (brk_cur != 0 && nb > brk_cur) {
@@ -480,6 +528,7 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
                 cur_pid = me;
                 b->len = HEADER;
                 b->owner = me;
+                b->tid = (uint32_t)syscall(SYS_gettid);
                 b->cur = NULL;
                 room(b, 5);
                 put8(b, R_START);
@@ -509,6 +558,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
     static struct buf last;
     last.len = HEADER;
     last.owner = cur_pid;
+    last.tid = (uint32_t)syscall(SYS_gettid);
     put8(&last, R_EXIT);
     flush(&last);
 }
@@ -563,6 +613,7 @@ XP_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, 
         static struct buf first;
         first.len = HEADER;
         first.owner = cur_pid;
+        first.tid = (uint32_t)syscall(SYS_gettid);
         put8(&first, R_EXEC);
         flush(&first);
     }

@@ -665,6 +665,7 @@ impl System {
             }
             Record::Ipc { .. } => self.stats.events.ipcs += 1,
             Record::Marker { .. } => self.stats.events.markers += 1,
+            Record::Thread { .. } => self.stats.events.threads += 1,
         }
     }
 

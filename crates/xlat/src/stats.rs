@@ -89,6 +89,8 @@ pub struct EventStats {
     pub ipcs: u64,
     /// Markers.
     pub markers: u64,
+    /// Thread records (the running thread of the current process changed).
+    pub threads: u64,
 }
 
 /// Everything one simulated system counts.

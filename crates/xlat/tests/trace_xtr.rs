@@ -280,3 +280,32 @@ proptest! {
         let _ = read_all(&v, 13);
     }
 }
+
+/// Thread records round-trip, and an untraced-exec extension record reaches the reader's notes
+/// without being a record.
+#[test]
+fn thread_records_and_untraced_exec_notes_round_trip() {
+    use xlat::trace::xtr::extension;
+    let recs = vec![
+        Record::Process { asid: 0 },
+        Record::Thread { tid: 4242 },
+        Record::Access { kind: Kind::Load, size: 8, addr: 0x1000 },
+        Record::Thread { tid: u32::MAX },
+        Record::Access { kind: Kind::Store, size: 4, addr: 0x2000 },
+    ];
+    let mut w = XtrWriter::new(Vec::new(), "t").unwrap();
+    w.write(&recs).unwrap();
+    w.write_extension(extension::UNTRACED_EXEC, b"4243 /usr/bin/python3.11").unwrap();
+    w.write_extension(99, b"unknown to this reader").unwrap();
+    let bytes = w.finish_into_inner().unwrap();
+    let (stream, _) = decompress(std::io::Cursor::new(bytes)).unwrap();
+    let mut r = XtrReader::new(stream, "t").unwrap();
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    while r.read_batch(&mut buf, 2).unwrap() > 0 {
+        all.extend_from_slice(&buf);
+    }
+    assert_eq!(all, recs);
+    assert_eq!(r.notes().untraced_execs, vec!["4243 /usr/bin/python3.11".to_string()]);
+    assert_eq!(r.stats().skipped, 1, "the unknown extension is skipped");
+}

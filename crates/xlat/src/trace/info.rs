@@ -59,12 +59,22 @@ pub struct EventCounts {
     pub ipc: u64,
     /// `Record::Marker`.
     pub marker: u64,
+    /// `Record::Thread`.
+    pub thread: u64,
 }
 
 impl EventCounts {
     /// All events together.
     pub fn total(&self) -> u64 {
-        self.process + self.context_switch + self.map + self.unmap + self.fork + self.exit + self.ipc + self.marker
+        self.process
+            + self.context_switch
+            + self.map
+            + self.unmap
+            + self.fork
+            + self.exit
+            + self.ipc
+            + self.marker
+            + self.thread
     }
 }
 
@@ -92,6 +102,11 @@ pub struct TraceInfo {
     pub asids: Vec<u32>,
     /// Events by kind.
     pub events: EventCounts,
+    /// Distinct threads named by `Thread` records (a thread ID per ASID).
+    pub threads: u64,
+    /// Programs exec'd by traced processes and not traced themselves (from the trace's
+    /// metadata: `xlat trace` without `--children`).
+    pub untraced_execs: Vec<String>,
     /// Lowest address accessed.
     pub min_addr: Option<u64>,
     /// Highest byte accessed (`addr + size - 1`, saturating).
@@ -131,6 +146,7 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
     let mut t = TraceInfo::default();
     let mut pages: HashSet<(u32, u64), BuildHasherDefault<PageHasher>> = HashSet::default();
     let mut asids = BTreeSet::new();
+    let mut threads = BTreeSet::new();
     let mut asid = 0u32;
     let mut explicit = false;
     let mut last_key = [(u32::MAX, u64::MAX); 4];
@@ -203,6 +219,10 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
                 }
                 Record::Exit { .. } => t.events.exit += 1,
                 Record::Marker { .. } => t.events.marker += 1,
+                Record::Thread { tid } => {
+                    t.events.thread += 1;
+                    threads.insert((asid, tid));
+                }
             }
         }
     }
@@ -211,6 +231,8 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
     t.footprint_bytes = t.distinct_pages << INFO_PAGE_SHIFT;
     t.asids = asids.into_iter().collect();
     t.processes = t.asids.len() as u64;
+    t.threads = threads.len() as u64;
+    t.untraced_execs = reader.notes().untraced_execs;
     if t.references > 0 {
         t.min_addr = Some(lo);
         t.max_addr = Some(hi);

@@ -112,6 +112,13 @@ pub enum Record {
         /// Producer-defined identifier.
         id: u64,
     },
+    /// The references that follow, until the next `Thread` or switch, are thread `tid`'s, a
+    /// thread of the current process (its Linux thread ID when traced; the first thread's equals
+    /// the process ID). The TLB models ignore it: threads share their process's address space.
+    Thread {
+        /// Thread identifier, unique within the trace's process.
+        tid: u32,
+    },
 }
 
 /// Bits of [`Record::Map`]'s `flags`.
@@ -235,6 +242,18 @@ pub trait TraceReader: Send {
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
     /// What the reader has consumed and skipped so far.
     fn stats(&self) -> ReaderStats;
+    /// What the trace says about itself beyond its records, read so far (xtr metadata).
+    fn notes(&self) -> TraceNotes {
+        TraceNotes::default()
+    }
+}
+
+/// What a trace records about how it was made, beyond its records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceNotes {
+    /// Programs that traced processes exec'd and that were not traced (`PID PATH` each): the
+    /// trace lacks their references.
+    pub untraced_execs: Vec<String>,
 }
 
 /// A sink of records (used by `xlat convert`, `xlat gen` and tracing backends).

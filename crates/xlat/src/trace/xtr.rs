@@ -16,7 +16,7 @@
 //! that kind. Decoding therefore needs one table lookup and one unaligned 8-byte load per
 //! access, with no loop over varint bytes.
 //!
-//! Event records (`0x80..=0x87`) carry LEB128 varints; `0xfe` is a skippable extension record;
+//! Event records (`0x80..=0x88`) carry LEB128 varints; `0xfe` is a skippable extension record;
 //! `0xff` ends the trace with the number of records, so a truncated file is an error.
 //! Files are zstd-compressed by default; readers also accept raw streams.
 
@@ -56,11 +56,19 @@ pub mod tag {
     pub const IPC: u8 = 0x86;
     /// `Record::Marker { id }`: varint id.
     pub const MARKER: u8 = 0x87;
+    /// `Record::Thread { tid }`: varint tid (added within version 1; the last event tag).
+    pub const THREAD: u8 = 0x88;
     /// Extension record: varint type, varint length, that many payload bytes. Readers that do
     /// not know the type skip it (counted in `ReaderStats::skipped`).
     pub const EXTENSION: u8 = 0xfe;
     /// End of trace: varint number of records (accesses and events) before it.
     pub const END: u8 = 0xff;
+}
+
+/// Types of extension records (`0xfe`).
+pub mod extension {
+    /// A program a traced process exec'd that was not traced: UTF-8 `PID PATH`.
+    pub const UNTRACED_EXEC: u64 = 1;
 }
 
 /// Bit 6 of an access tag: an explicit size follows the delta.
@@ -190,7 +198,8 @@ fn decode_event(w: &[u8], tag: u8) -> Result<(Record, usize), (&'static str, usi
             tag::FORK => Record::Fork { child: get_u32(w, &mut p)? },
             tag::EXIT => Record::Exit { asid: get_u32(w, &mut p)? },
             tag::IPC => Record::Ipc { to: get_u32(w, &mut p)? },
-            _ => Record::Marker { id: get_varint(w, &mut p)? },
+            tag::MARKER => Record::Marker { id: get_varint(w, &mut p)? },
+            _ => Record::Thread { tid: get_u32(w, &mut p)? },
         })
     })()
     .map_err(|m| (m, p))?;
@@ -275,7 +284,7 @@ fn decode_run(
                 sizes[k] = size;
                 chunk[i] = Record::Access { kind: kind_of(k), size, addr };
                 pos += n;
-            } else if t <= tag::MARKER {
+            } else if t <= tag::THREAD {
                 match decode_event(&buf[pos..pos + MARGIN], t) {
                     Ok((rec, n)) => {
                         chunk[i] = rec;
@@ -318,6 +327,7 @@ pub struct XtrReader<R> {
     last_size: [u32; 4],
     records: u64,
     skipped: u64,
+    notes: super::TraceNotes,
 }
 
 fn utf8(b: &[u8]) -> Option<String> {
@@ -347,6 +357,7 @@ impl<R: Read> XtrReader<R> {
             last_size: [1; 4],
             records: 0,
             skipped: 0,
+            notes: super::TraceNotes::default(),
         };
         r.refill()?;
         r.header = r.parse_header()?;
@@ -487,12 +498,22 @@ impl<R: Read> XtrReader<R> {
         let mut p = start + 1;
         match t {
             tag::EXTENSION => {
-                let _ty = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                let ty = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
                 let len = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
                 if p > self.end {
                     return Err(self.truncated(off));
                 }
                 self.pos = p;
+                if ty == extension::UNTRACED_EXEC && len <= 4096 {
+                    self.want(len as usize)?;
+                    if self.end - self.pos < len as usize {
+                        return Err(self.truncated(off));
+                    }
+                    let text = String::from_utf8_lossy(&self.buf[self.pos..self.pos + len as usize]).into_owned();
+                    self.pos += len as usize;
+                    self.notes.untraced_execs.push(text);
+                    return Ok(());
+                }
                 let mut left = len;
                 while left > 0 {
                     if self.pos == self.end {
@@ -529,7 +550,7 @@ impl<R: Read> XtrReader<R> {
             }
             _ => Err(self.err(
                 off,
-                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x87, 0xfe, 0xff)"),
+                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x88, 0xfe, 0xff)"),
             )),
         }
     }
@@ -576,6 +597,10 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
 
     fn stats(&self) -> ReaderStats {
         ReaderStats { bytes: self.base + self.pos as u64, records: self.records, skipped: self.skipped }
+    }
+
+    fn notes(&self) -> super::TraceNotes {
+        self.notes.clone()
     }
 }
 
@@ -683,6 +708,10 @@ fn encode_event(buf: &mut Vec<u8>, r: &Record) {
         Record::Marker { id } => {
             buf.push(tag::MARKER);
             put_varint(buf, id);
+        }
+        Record::Thread { tid } => {
+            buf.push(tag::THREAD);
+            put_varint(buf, tid as u64);
         }
     }
 }

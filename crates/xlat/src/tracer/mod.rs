@@ -170,6 +170,8 @@ pub struct TraceOutcome {
     pub stats: DemuxStats,
     /// Messages for the user (e.g. lackey's speed).
     pub notes: Vec<String>,
+    /// Programs exec'd by traced processes and not traced (`PID PATH` each; QEMU backend).
+    pub untraced_execs: Vec<String>,
 }
 
 impl TraceOutcome {

@@ -107,7 +107,12 @@ pub(crate) fn start(
                 ),
             });
         }
-        *outcome.lock().expect("outcome lock") = Some(TraceOutcome { status, stats: demux.stats(), notes: Vec::new() });
+        *outcome.lock().expect("outcome lock") = Some(TraceOutcome {
+            status,
+            stats: demux.stats(),
+            notes: Vec::new(),
+            untraced_execs: demux.untraced_execs().to_vec(),
+        });
         // Dropping the sink ends the reader.
     });
     Ok(thread)

@@ -1,9 +1,9 @@
 //! The plugin's record stream (decoding) and the per-process scheduler that turns the records
 //! of several processes into one trace (both documented in `docs/tracing.md`).
 //!
-//! The stream is a sequence of chunks, each written by one process in one `write` of at most
-//! 4096 bytes: an 8-byte header (`magic:u16 = 0x5851`, `payload_len:u16`, `pid:u32`, all
-//! little-endian) and then whole records:
+//! The stream is a sequence of chunks, each written by one thread of one process in one `write`
+//! of at most 4096 bytes: a 12-byte header (`magic:u16 = 0x5851`, `payload_len:u16`, `pid:u32`,
+//! `tid:u32`, all little-endian) and then whole records:
 //!
 //! | tag | payload | meaning |
 //! |-----|---------|---------|
@@ -14,6 +14,8 @@
 //! | `0x05` | | exit |
 //! | `0x06` | `parent:u32` | first record of a forked process |
 //! | `0x07` | | first record of a new program image of the process (`execve`) |
+//! | `0x08` | `n:u8 path[n]` | the process calls `execve` on `path` (empty if unreadable) |
+//! | `0x09` | | that `execve` failed |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
 //! A data access tag is `0x80 | store 0x40 | modify 0x20 | short 0x10 | log2(size)`; with the
@@ -25,7 +27,7 @@ use std::collections::HashMap;
 use crate::trace::{Kind, Record, TraceError};
 
 /// Bytes of a chunk header.
-pub const HEADER: usize = 8;
+pub const HEADER: usize = 12;
 /// Chunk magic (`"QX"`).
 pub const MAGIC: u16 = 0x5851;
 /// Largest chunk, header included.
@@ -38,6 +40,8 @@ const R_FORK: u8 = 0x04;
 const R_EXIT: u8 = 0x05;
 const R_START: u8 = 0x06;
 const R_EXEC: u8 = 0x07;
+const R_EXEC_CALL: u8 = 0x08;
+const R_EXEC_FAIL: u8 = 0x09;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -68,6 +72,8 @@ struct Proc {
     exit_emitted: bool,
     /// The image this one replaced (`execve`): it runs only once that one's exit was emitted.
     prev: Option<u32>,
+    /// The thread whose records were queued last (a `Thread` record marks each change).
+    thread: Option<u32>,
 }
 
 /// Counts of what the demultiplexer saw.
@@ -101,6 +107,11 @@ pub struct DemuxStats {
 #[derive(Debug)]
 pub struct Demux {
     procs: Vec<Proc>,
+    /// Programs that processes (by pid) called `execve` on, not yet known to have failed or to
+    /// be traced as a new image.
+    pending_exec: HashMap<u32, String>,
+    /// Programs exec'd and not traced (`PID PATH`), in order.
+    untraced_execs: Vec<String>,
     by_pid: HashMap<u32, u32>,
     current: Option<u32>,
     used: u64,
@@ -115,6 +126,8 @@ impl Demux {
     pub fn new(quantum: u64) -> Demux {
         Demux {
             procs: Vec::new(),
+            pending_exec: HashMap::new(),
+            untraced_execs: Vec::new(),
             by_pid: HashMap::new(),
             current: None,
             used: 0,
@@ -201,8 +214,21 @@ impl Demux {
         self.procs[asid as usize].waiting_for_fork = !emitted_fork;
     }
 
+    /// Programs that traced processes exec'd without being traced (`PID PATH` each): the
+    /// process called `execve` on it, and its stream ended with neither a failure nor a new
+    /// traced image. Complete once the stream ended ([`Demux::finish_all`]).
+    pub fn untraced_execs(&self) -> &[String] {
+        &self.untraced_execs
+    }
+
     /// Marks every process finished (the stream ended); those without an exit get one.
     pub fn finish_all(&mut self) {
+        let mut pending: Vec<(u32, String)> = self.pending_exec.drain().collect();
+        pending.sort();
+        for (pid, path) in pending {
+            let path = if path.is_empty() { "a program whose path could not be read".to_string() } else { path };
+            self.untraced_execs.push(format!("{pid} {path}"));
+        }
         for a in 0..self.procs.len() {
             let p = &mut self.procs[a];
             p.waiting_for_fork = false;
@@ -369,6 +395,7 @@ impl StreamDecoder {
             let magic = u16::from_le_bytes([h[0], h[1]]);
             let len = u16::from_le_bytes([h[2], h[3]]) as usize;
             let pid = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+            let tid = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
             if magic != MAGIC || HEADER + len > CHUNK {
                 return Err(TraceError::at_offset(
                     &self.name,
@@ -379,7 +406,7 @@ impl StreamDecoder {
             if data.len() - pos < HEADER + len {
                 break;
             }
-            self.chunk(pid, &data[pos + HEADER..pos + HEADER + len], demux)?;
+            self.chunk(pid, tid, &data[pos + HEADER..pos + HEADER + len], demux)?;
             pos += HEADER + len;
             self.offset += (HEADER + len) as u64;
             demux.stats.chunks += 1;
@@ -392,10 +419,10 @@ impl StreamDecoder {
         TraceError::at_offset(&self.name, self.offset + (HEADER + at) as u64, what)
     }
 
-    fn chunk(&mut self, pid: u32, p: &[u8], demux: &mut Demux) -> Result<(), TraceError> {
+    fn chunk(&mut self, pid: u32, tid: u32, p: &[u8], demux: &mut Demux) -> Result<(), TraceError> {
         let mut tmp = std::mem::take(&mut self.tmp);
         tmp.clear();
-        let r = self.chunk_into(pid, p, demux, &mut tmp);
+        let r = self.chunk_into(pid, tid, p, demux, &mut tmp);
         if r.is_ok() {
             let asid = demux.asid(pid);
             demux.push_many(asid, &tmp);
@@ -404,9 +431,26 @@ impl StreamDecoder {
         r
     }
 
-    fn chunk_into(&mut self, pid: u32, p: &[u8], demux: &mut Demux, tmp: &mut Vec<Record>) -> Result<(), TraceError> {
+    fn chunk_into(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        p: &[u8],
+        demux: &mut Demux,
+        tmp: &mut Vec<Record>,
+    ) -> Result<(), TraceError> {
         let new = !demux.by_pid.contains_key(&pid);
         let mut asid = demux.asid(pid);
+        // A chunk of another thread than the last one of this process: say so. (An exec below
+        // starts a new image, whose first chunk names its thread again.)
+        let thread_mark = |asid: u32, tmp: &mut Vec<Record>, demux: &mut Demux| {
+            let p = &mut demux.procs[asid as usize];
+            if p.thread != Some(tid) {
+                p.thread = Some(tid);
+                tmp.push(Record::Thread { tid });
+            }
+        };
+        thread_mark(asid, tmp, demux);
         let mut last = 0u64;
         let mut i = 0;
         let u64_at = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
@@ -495,11 +539,23 @@ impl StreamDecoder {
                 R_EXEC => {
                     // The process replaced its image: what came before is the old image's. A pid
                     // first seen here (its parent was not traced) starts with this image.
-                    if !(new && tmp.is_empty()) {
+                    if !(new && tmp.iter().all(|r| matches!(r, Record::Thread { .. }))) {
                         demux.push_many(asid, tmp);
                         tmp.clear();
                         asid = demux.replace_image(pid);
+                        thread_mark(asid, tmp, demux);
                     }
+                    demux.pending_exec.remove(&pid);
+                    i += 1;
+                }
+                R_EXEC_CALL => {
+                    let n = *p.get(i + 1).ok_or_else(|| self.bad(i, trunc))? as usize;
+                    let path = p.get(i + 2..i + 2 + n).ok_or_else(|| self.bad(i, trunc))?;
+                    demux.pending_exec.insert(pid, String::from_utf8_lossy(path).into_owned());
+                    i += 2 + n;
+                }
+                R_EXEC_FAIL => {
+                    demux.pending_exec.remove(&pid);
                     i += 1;
                 }
                 R_START => {
@@ -524,12 +580,18 @@ impl StreamDecoder {
 mod tests {
     use super::*;
 
-    /// A chunk of `pid` holding `payload`.
+    /// A chunk of `pid`'s main thread holding `payload`.
     fn chunk(pid: u32, payload: &[u8]) -> Vec<u8> {
+        thread_chunk(pid, pid, payload)
+    }
+
+    /// A chunk of thread `tid` of `pid` holding `payload`.
+    fn thread_chunk(pid: u32, tid: u32, payload: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
         v.extend_from_slice(&MAGIC.to_le_bytes());
         v.extend_from_slice(&(payload.len() as u16).to_le_bytes());
         v.extend_from_slice(&pid.to_le_bytes());
+        v.extend_from_slice(&tid.to_le_bytes());
         v.extend_from_slice(payload);
         v
     }
@@ -554,7 +616,57 @@ mod tests {
         d.schedule(&mut out, false);
         d.finish_all();
         d.schedule(&mut out, true);
+        // Each image's first chunk names its thread; the tests of threads look at these below.
+        out.retain(|r| !matches!(r, Record::Thread { .. }));
         (out, d)
+    }
+
+    fn decode_with_threads(stream: &[u8]) -> Vec<Record> {
+        let mut d = Demux::new(1_000_000);
+        let mut out = Vec::new();
+        StreamDecoder::new("test").decode(stream, &mut d).unwrap();
+        d.finish_all();
+        d.schedule(&mut out, true);
+        out
+    }
+
+    #[test]
+    fn a_thread_record_marks_each_change_of_thread_within_a_process() {
+        let mut stream = Vec::new();
+        for (tid, base) in [(10, 0x1000), (10, 0x2000), (11, 0x3000), (10, 0x4000)] {
+            stream.extend(thread_chunk(10, tid, &loads(base, 2)));
+        }
+        let out = decode_with_threads(&stream);
+        let threads: Vec<(usize, u32)> = out
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Record::Thread { tid } => Some((i, *tid)),
+                _ => None,
+            })
+            .collect();
+        // Process, Thread 10, 4 loads, Thread 11, 2 loads, Thread 10, 2 loads, Exit.
+        assert_eq!(threads, vec![(1, 10), (6, 11), (9, 10)], "{out:?}");
+        assert_eq!(out.iter().filter(|r| matches!(r, Record::Access { .. })).count(), 8);
+    }
+
+    #[test]
+    fn an_exec_that_is_neither_followed_nor_failed_is_reported_untraced() {
+        let call = |path: &str| {
+            let mut v = vec![R_EXEC_CALL, path.len() as u8];
+            v.extend_from_slice(path.as_bytes());
+            v
+        };
+        // pid 10 execs /bin/true natively (its stream just ends); pid 11's exec fails; pid 12's
+        // is followed (a new image announces itself).
+        let mut stream = chunk(10, &[loads(0x1000, 1), call("/bin/true")].concat());
+        stream.extend(chunk(11, &[call("/nonexistent"), vec![R_EXEC_FAIL], vec![R_EXIT]].concat()));
+        stream.extend(chunk(12, &call("/usr/bin/qemu-x86_64")));
+        stream.extend(chunk(12, &[vec![R_EXEC], loads(0x2000, 1), vec![R_EXIT]].concat()));
+        let mut d = Demux::new(100);
+        StreamDecoder::new("test").decode(&stream, &mut d).unwrap();
+        d.finish_all();
+        assert_eq!(d.untraced_execs(), &["10 /bin/true".to_string()]);
     }
 
     #[test]
@@ -675,7 +787,7 @@ mod tests {
         let mut d = Demux::new(10);
         let mut dec = StreamDecoder::new("s");
         let e = dec.decode(&chunk(1, &[0x42]), &mut d).unwrap_err().to_string();
-        assert!(e.contains("unknown record tag 0x42") && e.contains("offset 8"), "{e}");
+        assert!(e.contains("unknown record tag 0x42") && e.contains("offset 12"), "{e}");
         let mut dec = StreamDecoder::new("s");
         let e = dec.decode(&chunk(1, &[0x80, 1, 2]), &mut d).unwrap_err().to_string();
         assert!(e.contains("cut by the end of its chunk"), "{e}");
