@@ -156,6 +156,16 @@ static uint64_t brk_cur; /* current program break, 0 until known */
 #define MAX_VCPUS 1024
 static struct buf *by_vcpu[MAX_VCPUS];
 static __thread struct buf *tls;
+/* This host thread's guest thread ID, 0 until asked (initial-exec: a plain %fs load). */
+static __thread __attribute__((tls_model("initial-exec"))) uint32_t my_tid;
+
+static inline uint32_t current_tid(void)
+{
+    if (__builtin_expect(my_tid == 0, 0)) {
+        my_tid = (uint32_t)syscall(SYS_gettid);
+    }
+    return my_tid;
+}
 static struct buf *all_bufs;
 static int bufs_lock;
 
@@ -177,7 +187,7 @@ static struct buf *new_buf(void)
     }
     b->len = HEADER;
     b->owner = cur_pid;
-    b->tid = (uint32_t)syscall(SYS_gettid);
+    b->tid = current_tid();
     while (__atomic_exchange_n(&bufs_lock, 1, __ATOMIC_ACQUIRE)) {
     }
     b->next = all_bufs;
@@ -197,7 +207,7 @@ static struct buf *get_buf_slow(unsigned int vcpu)
         /* A buffer inherited at fork from a thread of the parent: start afresh. */
         b->len = HEADER;
         b->owner = cur_pid;
-        b->tid = (uint32_t)syscall(SYS_gettid);
+        b->tid = current_tid();
         b->cur = NULL;
         b->load_pos = 0;
         b->last_data = 0;
@@ -301,6 +311,14 @@ static inline void finish_block(struct buf *b)
 static void tb_exec(unsigned int vcpu, void *ud)
 {
     struct buf *b = get_buf(vcpu);
+    if (__builtin_expect(b->tid != current_tid(), 0)) {
+        /* QEMU gave an exited thread's vCPU index to a new thread: the buffer is the new
+           thread's from here on (the old one's records went out at its exit). */
+        finish_block(b);
+        flush(b);
+        b->tid = current_tid();
+        b->cur = NULL;
+    }
     finish_block(b);
     b->cur = ud;
     b->done = 0;
@@ -526,9 +544,10 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
                 /* The child: its own records from here on. */
                 uint32_t parent = cur_pid;
                 cur_pid = me;
+                my_tid = 0; /* the parent's, inherited */
                 b->len = HEADER;
                 b->owner = me;
-                b->tid = (uint32_t)syscall(SYS_gettid);
+                b->tid = current_tid();
                 b->cur = NULL;
                 room(b, 5);
                 put8(b, R_START);

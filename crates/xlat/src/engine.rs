@@ -741,7 +741,7 @@ pub struct TraceCounts {
     /// Event records.
     pub events: u64,
     /// Accesses that run past the top of the 64-bit address space: simulated up to its last
-    /// page (the readers of text formats reject them; binary formats can hold them).
+    /// page, and counted so that the report can say so.
     pub clipped_accesses: u64,
 }
 

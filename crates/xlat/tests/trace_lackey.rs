@@ -118,9 +118,13 @@ fn cut_off_last_line() {
 
 #[test]
 fn lines_that_are_not_references_are_skipped() {
-    let (recs, st) = read_all(b"Instrumenting\n Load average\nSummary: 3\n==1== x\n--1-- y\n\n\t\n", 10).unwrap();
-    assert!(recs.is_empty());
+    let (recs, st) =
+        read_all(b"==1== x\nInstrumenting\n Load average\nI  0400d7d4,8\nSummary: 3\n--1-- y\n\n\t\n", 10).unwrap();
+    assert_eq!(recs, vec![acc(Kind::Ifetch, 8, 0x0400d7d4)]);
     assert_eq!(st.skipped, 7);
+    // Only such lines, and not one reference: not a lackey trace, not an empty one.
+    let e = err("Instrumenting\n Load average\nSummary: 3\n==1== x\n--1-- y\n\n\t\n");
+    assert!(e.contains("line 7") && e.contains("not a lackey trace"), "{e}");
 }
 
 #[test]

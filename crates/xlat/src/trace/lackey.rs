@@ -133,9 +133,6 @@ fn parse(s: &[u8]) -> Line {
     if size == 0 {
         return Line::Bad("size 0 (sizes are at least 1)");
     }
-    if addr.checked_add(size - 1).is_none() {
-        return Line::Bad("the access runs past the top of the 64-bit address space");
-    }
     while matches!(at(p), b' ' | b'\t' | b'\r') {
         p += 1;
     }
