@@ -4,6 +4,7 @@
 //! rejected), then [`Config::validate`] checks every value and [`crate::engine::System::new`]
 //! builds the components. Every error names the file and the key.
 
+use crate::cache::{CacheLevelConfig, MemoryConfig};
 use crate::cost::CostConfig;
 use crate::os::OsConfig;
 use crate::pt::{PageTableConfig, ParamError};
@@ -159,9 +160,40 @@ pub struct Config {
     /// The OS model.
     #[serde(default)]
     pub os: OsConfig,
-    /// The cycle model.
+    /// The cycle model of translation.
     #[serde(default)]
     pub cost: CostConfig,
+    /// Cache levels (`[[cache]]`); none: translation only, as without caches.
+    #[serde(default)]
+    pub cache: Vec<CacheLevelConfig>,
+    /// Memory behind the caches (`[memory]`).
+    #[serde(default)]
+    pub memory: Option<MemoryConfig>,
+    /// The timing model (`[time]`).
+    #[serde(default)]
+    pub time: Option<TimeConfig>,
+}
+
+/// `[time]`: the in-order timing model (see `docs/caches.md`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeConfig {
+    /// Base cycles per instruction: everything but the stalls the model adds (default 1.0).
+    pub cpi: f64,
+}
+
+impl Default for TimeConfig {
+    fn default() -> Self {
+        TimeConfig { cpi: 1.0 }
+    }
+}
+
+impl Config {
+    /// True if the design models caches and time: it has a `[[cache]]`, `[memory]` or `[time]`
+    /// section. Otherwise it simulates translation only and reports no time.
+    pub fn timed(&self) -> bool {
+        !self.cache.is_empty() || self.memory.is_some() || self.time.is_some()
+    }
 }
 
 /// A config that cannot be used.
@@ -369,6 +401,18 @@ impl Config {
         crate::pt::PageTable::new(&self.page_table, page_size)?;
         if let Some(c) = &self.cost.cache {
             crate::cost::PtCache::new(c)?;
+        }
+        crate::cache::validate(&self.cache, self.page_size)?;
+        if self.timed() && self.cost.cache.is_some() {
+            return Err(ParamError::new(
+                "cost.cache",
+                "walks go through the [[cache]] levels and [memory] of a timed design: remove [cost.cache]",
+            ));
+        }
+        if let Some(t) = &self.time {
+            if !(t.cpi.is_finite() && t.cpi >= 0.0) {
+                return Err(ParamError::new("time.cpi", format!("must be a finite number >= 0, got {}", t.cpi)));
+            }
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 //! enum, and readers hand over batches of records.
 
 use crate::addr::{Asid, PageSize, Vpn};
+use crate::cache::{Hierarchy, MemoryConfig, Route};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
@@ -83,6 +84,13 @@ pub struct System {
     pt_peak: PtSize,
     /// Why this design stopped simulating, if it did ([`run`] goes on with the others).
     failure: Option<DesignFailure>,
+    /// Caches and memory of a timed design (`Config::timed`); `None`: translation only.
+    caches: Option<Box<Hierarchy>>,
+    /// Timed designs: instructions (instruction fetches), stall cycles of [instruction fetches,
+    /// data references] beyond a level-1 cache hit, and cycles of walk references.
+    instructions: u64,
+    stall: [u64; 2],
+    walk_cycles: u64,
 }
 
 /// Why one design of a run stopped before the end of the trace, and where.
@@ -215,6 +223,12 @@ impl System {
         };
         let prefetch = [prefetch_of(&ipath_v), prefetch_of(&dpath_v)];
         let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
+        let caches = if config.timed() {
+            let memory = config.memory.clone().unwrap_or_else(MemoryConfig::default);
+            Some(Box::new(Hierarchy::new(&config.cache, &memory)?))
+        } else {
+            None
+        };
         let n = structures.len();
         Ok(System {
             config: config.clone(),
@@ -249,6 +263,10 @@ impl System {
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
             pt_peak: PtSize::default(),
             failure: None,
+            caches,
+            instructions: 0,
+            stall: [0; 2],
+            walk_cycles: 0,
         })
     }
 
@@ -275,6 +293,11 @@ impl System {
     /// The page table, for walks outside a run (snapshot studies).
     pub fn page_table_mut(&mut self) -> &mut PageTable {
         &mut self.pt
+    }
+
+    /// The caches and memory of a timed design.
+    pub fn caches(&self) -> Option<&Hierarchy> {
+        self.caches.as_deref()
     }
 
     /// The OS model.
@@ -332,6 +355,31 @@ impl System {
         };
         c.page_fault = s.page_faults * cost.page_fault_cycles;
         s.os = self.os.stats();
+        if let Some(h) = &self.caches {
+            s.caches = h.stats();
+            s.memory = h.memory_stats();
+            c.walk_memory = self.walk_cycles;
+            // Level-1 TLB lookups are pipelined with the instruction; deeper levels add time.
+            let beyond_l1: u64 = self
+                .structures
+                .iter()
+                .zip(&s.tlb)
+                .filter(|(st, _)| st.level > 1)
+                .map(|(st, t)| st.latency * t.accesses)
+                .sum();
+            let cpi = self.config.time.as_ref().map_or(1.0, |t| t.cpi);
+            let mut t = crate::stats::TimeStats {
+                instructions: self.instructions,
+                base: (self.instructions as f64 * cpi).round() as u64,
+                icache: self.stall[0],
+                dcache: self.stall[1],
+                translation: beyond_l1 + c.walk_memory + c.refill_overhead,
+                faults: c.page_fault,
+                cycles: 0,
+            };
+            t.cycles = t.base + t.icache + t.dcache + t.translation + t.faults;
+            s.time = Some(t);
+        }
         s
     }
 
@@ -378,9 +426,14 @@ impl System {
         Ok(())
     }
 
-    /// One access: every page from `addr` to `addr + size - 1` is one lookup, ascending.
+    /// One access: every page from `addr` to `addr + size - 1` is one lookup, ascending; in a
+    /// timed design, each line of each page then goes through the caches at its physical
+    /// address.
     #[inline]
     pub fn access(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), DesignError> {
+        if self.caches.is_some() {
+            return self.access_timed(kind, size, addr);
+        }
         let shift = self.page_size.shift();
         let first = addr >> shift;
         let end = addr.saturating_add(size.max(1) as u64 - 1);
@@ -393,21 +446,72 @@ impl System {
         Ok(())
     }
 
-    /// The per-lookup path. Level-1 accesses are not counted here (they equal the lookups of
-    /// the kinds the structure serves) and hits are accesses less misses: a level-1 hit costs
-    /// only the TLB's inline check.
+    /// [`System::access`] of a timed design: translate each page, then send each of its lines
+    /// through the caches at the physical address the translation gives.
+    #[inline(never)]
+    fn access_timed(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), DesignError> {
+        let shift = self.page_size.shift();
+        let first = addr >> shift;
+        let end = addr.saturating_add(size.max(1) as u64 - 1);
+        let last = end >> shift;
+        let is_data = kind.is_data();
+        self.lookups[is_data as usize] += last - first + 1;
+        self.instructions += !is_data as u64;
+        let offset_mask = self.page_size.bytes() - 1;
+        for vpn in first..=last {
+            let pfn = self.translate(is_data, Vpn(vpn))?;
+            let lo = addr.max(vpn << shift);
+            let hi = end.min((vpn << shift) | offset_mask);
+            self.cache_refs(kind, lo, hi, (pfn << shift) | (lo & offset_mask));
+        }
+        Ok(())
+    }
+
+    /// The lines of bytes `lo..=hi` (one page; `pa` is `lo`'s physical address) through the
+    /// caches: a modify is a load, then a store. Counts the cycles beyond a level-1 hit.
     #[inline(always)]
-    fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<(), DesignError> {
+    fn cache_refs(&mut self, kind: Kind, lo: u64, hi: u64, pa: u64) {
+        let route = if kind.is_data() { Route::Data } else { Route::Instruction };
+        let h = self.caches.as_mut().expect("timed design");
+        let Some(ls) = h.first_line_shift(route) else {
+            return; // a perfect cache
+        };
+        let l1 = h.first_latency(route);
+        let asid = self.asid.0;
+        let mut stall = 0;
+        let mut line = lo >> ls;
+        loop {
+            let va = lo.max(line << ls);
+            let pa = pa + (va - lo);
+            if kind != Kind::Store {
+                stall += h.access(route, false, va, pa, asid).saturating_sub(l1);
+            }
+            if matches!(kind, Kind::Store | Kind::Modify) {
+                stall += h.access(route, true, va, pa, asid).saturating_sub(l1);
+            }
+            if line == hi >> ls {
+                break;
+            }
+            line += 1;
+        }
+        self.stall[route as usize] += stall;
+    }
+
+    /// The per-lookup path; returns the frame of `vpn`. Level-1 accesses are not counted here
+    /// (they equal the lookups of the kinds the structure serves) and hits are accesses less
+    /// misses: a level-1 hit costs only the TLB's inline check.
+    #[inline(always)]
+    fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<u64, DesignError> {
         let l1 = if is_data { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
-        if self.structures[l1].tlb.lookup(self.asid, vpn).is_some() {
-            return Ok(());
+        if let Some(data) = self.structures[l1].tlb.lookup(self.asid, vpn) {
+            return Ok(frame_of(data, vpn, self.page_size).0);
         }
         self.beyond_l1(is_data, vpn)
     }
 
     /// A level-1 miss: the remaining levels, then the walk.
     #[inline(never)]
-    fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<(), DesignError> {
+    fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<u64, DesignError> {
         let path = if is_data { self.dpath } else { self.ipath };
         self.stats.tlb[path.levels[0] as usize].misses += 1;
         for k in 1..path.len as usize {
@@ -416,7 +520,7 @@ impl System {
             if let Some(data) = self.structures[t].tlb.lookup(self.asid, vpn) {
                 let pte = pte_of(data, vpn, self.page_size);
                 self.fill(&path.levels[..k], vpn, pte);
-                return Ok(());
+                return Ok(pte.pfn.0);
             }
             self.stats.tlb[t].misses += 1;
         }
@@ -535,7 +639,7 @@ impl System {
 
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
     #[inline(always)]
-    fn miss(&mut self, path: Path, vpn: Vpn) -> Result<(), DesignError> {
+    fn miss(&mut self, path: Path, vpn: Vpn) -> Result<u64, DesignError> {
         let asid = self.space_of(vpn);
         if vpn.0 >= self.vpn_limit {
             return Err(DesignError::AddressRange {
@@ -590,7 +694,17 @@ impl System {
                 self.pt.get(asid, vpn).expect("the OS maps a faulting page")
             }
         };
-        if let Some(cache) = &mut self.cache {
+        if let Some(h) = &mut self.caches {
+            // The walk's references read page-table entries through the data caches.
+            let rec = &self.rec;
+            for a in &rec.addrs[..rec.n_addrs as usize] {
+                self.walk_cycles += h.access(Route::Walk, false, a.0, a.0, 0);
+            }
+            // References beyond the recorded ones (very deep walks) read memory.
+            for _ in 0..(rec.mem_refs - refs_before) - rec.n_addrs {
+                self.walk_cycles += h.memory(false, 0);
+            }
+        } else if let Some(cache) = &mut self.cache {
             let rec = &self.rec;
             let w = &mut self.stats.walks;
             for a in &rec.addrs[..rec.n_addrs as usize] {
@@ -609,7 +723,7 @@ impl System {
             self.fill(&path.levels[..path.len as usize], vpn, pte);
         }
         self.block = block;
-        Ok(())
+        Ok(pte.pfn.0)
     }
 
     fn switch_to(&mut self, asid: u32) {

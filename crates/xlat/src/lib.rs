@@ -7,7 +7,8 @@
 //! - [`tlb`]: TLB structures and replacement policies.
 //! - [`pt`]: page tables (radix, linear, hashed, clustered) and walk accounting.
 //! - [`os`]: processes, demand paging and physical frame allocators.
-//! - [`cost`]: the cycle model.
+//! - [`cost`]: the cycle model of translation.
+//! - [`cache`]: cache hierarchies and memory, fed with physical addresses; the timing model.
 //! - [`config`]: TOML configs and built-in presets, validated into a [`engine::System`].
 //! - [`engine`]: one simulated system per config; many of them fed by one pass over a trace.
 //! - [`stats`]: plain counters the engine fills and the printers read.
@@ -47,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod addr;
+pub mod cache;
 pub mod config;
 pub mod cost;
 pub mod engine;

@@ -102,7 +102,7 @@ fn system_json(s: &System) -> Value {
         .collect();
     let (peak, end) = (s.page_table_peak(), s.page_table().size());
     let w = st.walks;
-    json!({
+    let mut doc = json!({
         "name": cfg.name,
         "status": "ok",
         "page_size": s.page_size().bytes(),
@@ -148,7 +148,54 @@ fn system_json(s: &System) -> Value {
         },
         "events": st.events,
         "os": st.os,
-    })
+    });
+    if let (Some(h), Some(t)) = (s.caches(), st.time) {
+        let caches: Vec<Value> = h
+            .levels()
+            .iter()
+            .zip(&st.caches)
+            .map(|(l, c)| {
+                let g = l.lines().geometry();
+                json!({
+                    "name": l.name,
+                    "level": l.level,
+                    "serves": l.serves.name(),
+                    "size": l.size,
+                    "line": l.line,
+                    "ways": g.ways,
+                    "sets": l.lines().sets(),
+                    "policy": g.policy.name(),
+                    "write": l.write.name(),
+                    "index": l.index.name(),
+                    "walker": l.walker,
+                    "latency": l.latency,
+                    "accesses": c.accesses,
+                    "hits": c.hits,
+                    "misses": c.misses,
+                    "read_misses": c.read_misses,
+                    "write_misses": c.write_misses,
+                    "miss_ratio": ratio(c.misses, c.accesses),
+                    "writebacks": c.writebacks,
+                })
+            })
+            .collect();
+        doc["caches"] = json!(caches);
+        doc["memory"] = json!({ "latency": h.memory_latency(), "reads": st.memory.reads, "writes": st.memory.writes });
+        doc["time"] = json!({
+            "cycles": t.cycles,
+            "instructions": t.instructions,
+            "cpi": ratio(t.cycles, t.instructions),
+            "breakdown": {
+                "base": t.base,
+                "icache": t.icache,
+                "dcache": t.dcache,
+                "translation": t.translation,
+                "faults": t.faults,
+            },
+            "translation_share": t.translation_share(),
+        });
+    }
+    doc
 }
 
 /// A side-by-side text table, one column per system.
@@ -244,6 +291,67 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         let st = s.stats();
         format!("{:.3}", ratio(st.cycles.total(), st.lookups))
     });
+    let max_caches = systems.iter().filter_map(|s| s.caches()).map(|h| h.levels().len()).max().unwrap_or(0);
+    for i in 0..max_caches {
+        let level = |s: &System| s.caches().and_then(|h| h.levels().get(i).cloned());
+        let counts = move |s: &System| s.stats().caches.get(i).copied();
+        row("", &|_| String::new());
+        row(&format!("cache #{}", i + 1), &|s| {
+            level(s)
+                .map(|l| {
+                    let g = l.lines().geometry();
+                    let write = if l.write == crate::cache::WritePolicy::Back { "" } else { " write-through" };
+                    let index = match l.index {
+                        crate::cache::Indexing::Physical => "",
+                        crate::cache::Indexing::Virtual => " VIVT",
+                        crate::cache::Indexing::Vipt => " VIPT",
+                    };
+                    format!(
+                        "{} {} {} {}-B {}{write}{index}",
+                        l.name,
+                        bytes_text(l.size),
+                        if g.ways == g.entries {
+                            "full".to_string()
+                        } else if g.ways == 1 {
+                            "direct".to_string()
+                        } else {
+                            format!("{}-way", g.ways)
+                        },
+                        l.line,
+                        g.policy.name()
+                    )
+                })
+                .unwrap_or_default()
+        });
+        row("  accesses", &|s| counts(s).map(|c| c.accesses.to_string()).unwrap_or_default());
+        row("  misses", &|s| counts(s).map(|c| c.misses.to_string()).unwrap_or_default());
+        row("  miss ratio", &|s| {
+            counts(s).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
+        });
+        row("  writebacks", &|s| counts(s).map(|c| c.writebacks.to_string()).unwrap_or_default());
+    }
+    if systems.iter().any(|s| s.caches().is_some()) {
+        let time = |s: &System| s.stats().time;
+        row("", &|_| String::new());
+        row("memory reads/writes", &|s| {
+            s.caches()
+                .map(|_| {
+                    let m = s.stats().memory;
+                    format!("{}/{}", m.reads, m.writes)
+                })
+                .unwrap_or_default()
+        });
+        row("time (cycles)", &|s| time(s).map(|t| t.cycles.to_string()).unwrap_or_default());
+        row("  instructions", &|s| time(s).map(|t| t.instructions.to_string()).unwrap_or_default());
+        row("  base", &|s| time(s).map(|t| t.base.to_string()).unwrap_or_default());
+        row("  icache stalls", &|s| time(s).map(|t| t.icache.to_string()).unwrap_or_default());
+        row("  dcache stalls", &|s| time(s).map(|t| t.dcache.to_string()).unwrap_or_default());
+        row("  translation", &|s| time(s).map(|t| t.translation.to_string()).unwrap_or_default());
+        row("  page faults", &|s| time(s).map(|t| t.faults.to_string()).unwrap_or_default());
+        row("  translation share", &|s| {
+            time(s).map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()
+        });
+    }
     let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let col_w: Vec<usize> =
         (0..systems.len()).map(|c| rows.iter().map(|r| r.1[c].len()).max().unwrap_or(0).max(8)).collect();
@@ -260,6 +368,19 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         }
     }
     out
+}
+
+/// A size for people: `16 KB`, `1.5 MB`, `100 B`.
+fn bytes_text(b: u64) -> String {
+    let (v, unit) = if b >= 1 << 20 && b % (1 << 18) == 0 {
+        (b as f64 / (1 << 20) as f64, "MB")
+    } else if b >= 1 << 10 && b % (1 << 8) == 0 {
+        (b as f64 / (1 << 10) as f64, "KB")
+    } else {
+        (b as f64, "B")
+    };
+    let t = format!("{v:.2}");
+    format!("{} {unit}", t.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// A TLB's geometry for people: `64-entry full` (fully associative) or `1536-entry 12-way`.

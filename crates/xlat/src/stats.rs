@@ -112,4 +112,41 @@ pub struct SystemStats {
     pub events: EventStats,
     /// The OS model's counters (reservations, promotions, demotions, ...).
     pub os: crate::os::OsStats,
+    /// Per cache level, in config order (empty without `[[cache]]`).
+    pub caches: Vec<crate::cache::CacheStats>,
+    /// Memory behind the caches.
+    pub memory: crate::cache::MemoryStats,
+    /// The timing model's result, for designs with caches, `[memory]` or `[time]`.
+    pub time: Option<TimeStats>,
+}
+
+/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the five parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TimeStats {
+    /// Instructions: the trace's instruction fetches.
+    pub instructions: u64,
+    /// Total cycles.
+    pub cycles: u64,
+    /// Instructions x base CPI.
+    pub base: u64,
+    /// Instruction fetches' cycles beyond a level-1 cache hit.
+    pub icache: u64,
+    /// Data references' cycles beyond a level-1 cache hit.
+    pub dcache: u64,
+    /// Translation: TLB lookups beyond level 1, walker or trap cycles, walk references through
+    /// the caches and memory.
+    pub translation: u64,
+    /// Page faults.
+    pub faults: u64,
+}
+
+impl TimeStats {
+    /// Share of the cycles spent translating (0 for no cycles).
+    pub fn translation_share(&self) -> f64 {
+        if self.cycles == 0 {
+            0.0
+        } else {
+            self.translation as f64 / self.cycles as f64
+        }
+    }
 }

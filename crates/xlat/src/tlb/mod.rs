@@ -587,6 +587,22 @@ impl Tlb {
         self.place(asid, vpn.0, data).evicted
     }
 
+    /// Replaces the payload of the entry that translates `vpn` of `asid` (the one a lookup
+    /// would find), without touching the replacement state; false if there is none. Caches
+    /// built on this storage keep a line's dirty bit in its payload.
+    pub fn set_data(&mut self, asid: Asid, vpn: Vpn, data: TlbData) -> bool {
+        let Some((slot, _)) = self.find(asid.0, vpn.0) else {
+            return false;
+        };
+        self.slots[slot as usize].data = data;
+        for i in 0..2 {
+            if self.filter.slot[i] == slot {
+                self.filter.data[i] = data;
+            }
+        }
+        true
+    }
+
     /// Installs an entry with `data` in a new slot (tag at its own size 2^k pages); returns the
     /// slot and the evicted entry.
     #[inline(always)]

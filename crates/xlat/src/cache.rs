@@ -1,0 +1,532 @@
+//! Caches and memory: a hierarchy of set-associative caches per design, fed with every reference
+//! at its physical address, and the memory behind it.
+//!
+//! A [`Hierarchy`] holds any number of levels. Each level serves instruction fetches, data or
+//! both (`serves`), so a level may be split (an L1I beside an L1D) or unified. A reference goes
+//! down its kind's path, level 1 first, until a level holds its line:
+//!
+//! - **Reads** (instruction fetches, loads, the load half of a modify) that miss at a level are
+//!   filled from the next level (or memory) and allocated at every level that missed:
+//!   non-inclusive, nothing is invalidated in the levels above when a lower level evicts.
+//! - **Writes** (stores, the store half of a modify): a write-back level (`write = "back"`)
+//!   allocates on a write miss (write-allocate: the line is read from below, then written) and
+//!   marks the line dirty; a write-through level (`write = "through"`) passes every write on to
+//!   the next level and allocates nothing on a write miss (no-write-allocate).
+//! - **Writebacks**: a dirty line evicted from a write-back level is written to the next level (or
+//!   memory). A write arriving from the level above (a writeback or a written-through store)
+//!   counts as a write access there; if it misses in a write-back level the line is allocated
+//!   dirty without being read (the level above wrote it whole), and a write-through level passes
+//!   it on.
+//! - Memory is the end of every path: it counts reads (fills) and writes (writebacks and
+//!   written-through stores) and answers in `[memory] latency` cycles. Everything that leaves the
+//!   last level goes through [`Hierarchy::memory`], the place a memory-side stage (a memory
+//!   controller that translates fill and writeback addresses) plugs in.
+//!
+//! A level is indexed and tagged physically (`index = "physical"`, PIPT), virtually
+//! (`"virtual"`, VIVT: lines are tagged with the address space as well, so processes never share
+//! them), or virtually indexed and physically tagged (`"vipt"`): the set comes from the virtual
+//! address and the tag from the physical one, so a cache larger than a page times its ways
+//! indexes with virtual bits above the page offset and one physical line may sit in two sets.
+//!
+//! Each level is stored as a [`Tlb`] whose "pages" are lines: the five replacement policies, the
+//! wide-set index and the recent-hit filter are the TLB's, and a line's payload is its physical
+//! line address and its dirty bit.
+
+use crate::addr::{Asid, PageSize, Vpn};
+use crate::config::Serves;
+use crate::pt::ParamError;
+use crate::tlb::{Geometry, Policy, Tlb, TlbData};
+use serde::Deserialize;
+
+/// Most cache levels on one path.
+pub const MAX_CACHE_LEVELS: usize = 8;
+
+/// How a level treats writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WritePolicy {
+    /// Write-back with write-allocate.
+    #[default]
+    Back,
+    /// Write-through with no-write-allocate.
+    Through,
+}
+
+impl WritePolicy {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::Back => "back",
+            WritePolicy::Through => "through",
+        }
+    }
+}
+
+/// Which address a level takes its set index and tag from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Indexing {
+    /// Physically indexed, physically tagged (PIPT).
+    #[default]
+    Physical,
+    /// Virtually indexed, virtually tagged (VIVT), lines tagged with the address space.
+    Virtual,
+    /// Virtually indexed, physically tagged.
+    Vipt,
+}
+
+impl Indexing {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Indexing::Physical => "physical",
+            Indexing::Virtual => "virtual",
+            Indexing::Vipt => "vipt",
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// One `[[cache]]` level.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevelConfig {
+    /// Name in reports ("L1D", "L2", ...).
+    pub name: String,
+    /// Capacity in bytes: a multiple of `line` x `ways`.
+    pub size: u64,
+    /// Line size in bytes: a power of two from 4 to the base page size.
+    pub line: u64,
+    /// Ways per set (`ways` x `line` == `size`: fully associative; 1: direct-mapped).
+    pub ways: u32,
+    /// Replacement policy (default lru).
+    #[serde(default)]
+    pub policy: Policy,
+    /// What it serves (default unified).
+    #[serde(default)]
+    pub serves: Serves,
+    /// Level, 1 = closest to the core (default 1).
+    #[serde(default = "one")]
+    pub level: u32,
+    /// Cycles from the request to the data when the line is found at this level (default 1).
+    #[serde(default = "one_u64")]
+    pub latency: u64,
+    /// Write-back + write-allocate or write-through + no-write-allocate (default back).
+    #[serde(default)]
+    pub write: WritePolicy,
+    /// Physical, virtual or VIPT indexing (default physical).
+    #[serde(default)]
+    pub index: Indexing,
+    /// True if page-walk references look up this level (default true). Walkers that start at
+    /// the second level (Itanium 2's walker reads the L2, not the L1D) set it false at level 1.
+    #[serde(default = "yes")]
+    pub walker: bool,
+    /// Seed of the random policy (default 1).
+    #[serde(default = "one_u64")]
+    pub seed: u64,
+}
+
+/// `[memory]`: what lies behind the last cache level.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Cycles from a request that misses every level to its data (default 100).
+    pub latency: u64,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { latency: 100 }
+    }
+}
+
+/// Most lines one level may have (2^24).
+pub const MAX_LINES: u64 = 1 << 24;
+
+/// Checks the `[[cache]]` levels; errors name the key (`cache[i].size`, ...).
+pub fn validate(levels: &[CacheLevelConfig], page_size: u64) -> Result<(), ParamError> {
+    for (i, c) in levels.iter().enumerate() {
+        let key = |k: &str| format!("cache[{i}].{k}");
+        if !c.line.is_power_of_two() || c.line < 4 || c.line > page_size {
+            return Err(ParamError::new(
+                key("line"),
+                format!("must be a power of two from 4 to the page size ({page_size}), got {}", c.line),
+            ));
+        }
+        if c.ways == 0 {
+            return Err(ParamError::new(key("ways"), "must be at least 1"));
+        }
+        let set_bytes = c.line * c.ways as u64;
+        if c.size == 0 || c.size % set_bytes != 0 {
+            return Err(ParamError::new(
+                key("size"),
+                format!(
+                    "must be a non-zero multiple of line x ways = {} x {} = {set_bytes} bytes, got {}",
+                    c.line, c.ways, c.size
+                ),
+            ));
+        }
+        if c.size / c.line > MAX_LINES {
+            return Err(ParamError::new(
+                key("size"),
+                format!("must hold at most 2^24 lines of {} bytes, got {} bytes", c.line, c.size),
+            ));
+        }
+        if c.policy == Policy::Plru && !c.ways.is_power_of_two() {
+            return Err(ParamError::new(
+                key("policy"),
+                format!("\"plru\" needs a power-of-two number of ways, got {}", c.ways),
+            ));
+        }
+        if c.level == 0 {
+            return Err(ParamError::new(key("level"), "levels start at 1"));
+        }
+        if levels[..i].iter().any(|o| o.name == c.name) {
+            return Err(ParamError::new(key("name"), format!("'{}' is used by another [[cache]]", c.name)));
+        }
+    }
+    // Each kind's levels: none at all (a perfect cache), or 1, 2, ... without gaps, one per level.
+    for (kind, wants) in [("instruction fetches", Serves::Instruction), ("data references", Serves::Data)] {
+        let mut serving: Vec<(u32, usize)> = levels
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.serves == Serves::Unified || c.serves == wants)
+            .map(|(i, c)| (c.level, i))
+            .collect();
+        serving.sort_unstable();
+        for (k, &(level, i)) in serving.iter().enumerate() {
+            if k > 0 && serving[k - 1].0 == level {
+                return Err(ParamError::new(
+                    format!("cache[{i}].level"),
+                    format!("two caches at level {level} serve {kind}"),
+                ));
+            }
+            if level != k as u32 + 1 {
+                return Err(ParamError::new(
+                    format!("cache[{i}].level"),
+                    format!(
+                        "level {level} serves {kind} but no cache at level {} does (levels 1, 2, ... without gaps)",
+                        k + 1
+                    ),
+                ));
+            }
+        }
+        if serving.len() > MAX_CACHE_LEVELS {
+            return Err(ParamError::new("cache", format!("at most {MAX_CACHE_LEVELS} levels serve {kind}")));
+        }
+    }
+    Ok(())
+}
+
+/// Counters of one cache level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheStats {
+    /// Line accesses that reached this level: reads, writes, and writes from the level above.
+    pub accesses: u64,
+    /// Accesses that found their line here.
+    pub hits: u64,
+    /// Accesses that did not.
+    pub misses: u64,
+    /// Misses of reads (instruction fetches, loads, fills for the level above).
+    pub read_misses: u64,
+    /// Misses of writes (stores, writebacks and written-through stores from above).
+    pub write_misses: u64,
+    /// Dirty lines evicted and written to the next level.
+    pub writebacks: u64,
+}
+
+/// Counters of memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryStats {
+    /// Line reads (fills of the last level, or of a level with nothing below it).
+    pub reads: u64,
+    /// Line writes (writebacks and written-through stores).
+    pub writes: u64,
+}
+
+/// One level of a hierarchy.
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// Name in reports.
+    pub name: String,
+    /// Level number.
+    pub level: u32,
+    /// What it serves.
+    pub serves: Serves,
+    /// Cycles of a hit.
+    pub latency: u64,
+    /// Write policy.
+    pub write: WritePolicy,
+    /// Indexing.
+    pub index: Indexing,
+    /// Whether walk references look it up.
+    pub walker: bool,
+    /// Size in bytes.
+    pub size: u64,
+    /// Line size in bytes.
+    pub line: u64,
+    line_shift: u32,
+    sets: u64,
+    lines: Tlb,
+}
+
+impl Level {
+    /// The lines' storage (geometry, policy).
+    pub fn lines(&self) -> &Tlb {
+        &self.lines
+    }
+
+    /// The lookup key and tag space of the line holding (`va`, `pa`) for address space `asid`.
+    #[inline(always)]
+    fn key(&self, va: u64, pa: u64, asid: u32) -> (Asid, Vpn) {
+        match self.index {
+            Indexing::Physical => (Asid(0), Vpn(pa >> self.line_shift)),
+            Indexing::Virtual => (Asid(asid), Vpn(va >> self.line_shift)),
+            // The set (key modulo sets) comes from the virtual line, the rest from the physical.
+            Indexing::Vipt => (Asid(0), Vpn((pa >> self.line_shift) * self.sets + (va >> self.line_shift) % self.sets)),
+        }
+    }
+}
+
+/// The levels one kind of reference goes through, level 1 first.
+#[derive(Clone, Copy, Debug, Default)]
+struct CachePath {
+    levels: [u8; MAX_CACHE_LEVELS],
+    len: u8,
+}
+
+impl CachePath {
+    fn of(v: &[usize]) -> CachePath {
+        let mut p = CachePath::default();
+        for (k, &i) in v.iter().enumerate() {
+            p.levels[k] = i as u8;
+        }
+        p.len = v.len() as u8;
+        p
+    }
+
+    #[inline(always)]
+    fn get(&self, k: usize) -> Option<usize> {
+        (k < self.len as usize).then(|| self.levels[k] as usize)
+    }
+}
+
+/// A dirty line's payload bit; the rest of the payload is the physical line address.
+const DIRTY: u64 = 1;
+
+/// A design's caches and memory. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    levels: Vec<Level>,
+    /// Paths of instruction fetches, data references and walk references.
+    paths: [CachePath; 3],
+    memory_latency: u64,
+    stats: Vec<CacheStats>,
+    memory: MemoryStats,
+}
+
+/// Which path a reference takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Instruction fetches.
+    Instruction = 0,
+    /// Loads and stores.
+    Data = 1,
+    /// Page-walk (and refill-handler) references to page-table entries: the data levels whose
+    /// `walker` is true.
+    Walk = 2,
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of validated `[[cache]]` levels.
+    pub fn new(configs: &[CacheLevelConfig], memory: &MemoryConfig) -> Result<Hierarchy, ParamError> {
+        let mut levels = Vec::with_capacity(configs.len());
+        for (i, c) in configs.iter().enumerate() {
+            let n = c.size / c.line;
+            let geometry = Geometry { entries: n as u32, ways: c.ways, policy: c.policy, seed: c.seed };
+            let lines = Tlb::new(geometry, PageSize::from_bytes(c.line).expect("validated"))
+                .map_err(|e| ParamError::new(format!("cache[{i}].ways"), e.to_string()))?;
+            levels.push(Level {
+                name: c.name.clone(),
+                level: c.level,
+                serves: c.serves,
+                latency: c.latency,
+                write: c.write,
+                index: c.index,
+                walker: c.walker,
+                size: c.size,
+                line: c.line,
+                line_shift: c.line.trailing_zeros(),
+                sets: n / c.ways as u64,
+                lines,
+            });
+        }
+        let path = |wants: Serves, walk: bool| {
+            let mut v: Vec<usize> = (0..levels.len())
+                .filter(|&i| levels[i].serves == Serves::Unified || levels[i].serves == wants)
+                .filter(|&i| !walk || levels[i].walker)
+                .collect();
+            v.sort_by_key(|&i| levels[i].level);
+            CachePath::of(&v)
+        };
+        let paths = [path(Serves::Instruction, false), path(Serves::Data, false), path(Serves::Data, true)];
+        let n = levels.len();
+        Ok(Hierarchy {
+            levels,
+            paths,
+            memory_latency: memory.latency,
+            stats: vec![CacheStats::default(); n],
+            memory: MemoryStats::default(),
+        })
+    }
+
+    /// The levels, in config order.
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// Counters per level, in config order (hits brought up to date).
+    pub fn stats(&self) -> Vec<CacheStats> {
+        self.stats.iter().map(|s| CacheStats { hits: s.accesses - s.misses, ..*s }).collect()
+    }
+
+    /// Memory counters.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.memory
+    }
+
+    /// Memory latency in cycles.
+    pub fn memory_latency(&self) -> u64 {
+        self.memory_latency
+    }
+
+    /// Latency of a hit at the first level of `route` (0 when the route has no cache: a perfect
+    /// cache).
+    pub fn first_latency(&self, route: Route) -> u64 {
+        self.paths[route as usize].get(0).map_or(0, |i| self.levels[i].latency)
+    }
+
+    /// True if `route` goes through at least one level.
+    #[inline(always)]
+    pub fn has_path(&self, route: Route) -> bool {
+        self.paths[route as usize].len > 0
+    }
+
+    /// The line size of the first level of `route` (accesses are split at its line boundaries);
+    /// `None` without levels.
+    #[inline(always)]
+    pub fn first_line_shift(&self, route: Route) -> Option<u32> {
+        self.paths[route as usize].get(0).map(|i| self.levels[i].line_shift)
+    }
+
+    /// One read or write of the line holding (`va`, `pa`) of address space `asid` by `route`.
+    /// Returns the cycles until its data is there: the latency of the level that held the line,
+    /// or memory's. A route without levels answers at once (0 cycles: a perfect cache). Writes
+    /// that go on to a lower level do not wait for it (write buffers): a write costs the latency
+    /// of the first level, unless it allocates its line there (a write-allocate miss reads it).
+    #[inline]
+    pub fn access(&mut self, route: Route, write: bool, va: u64, pa: u64, asid: u32) -> u64 {
+        let path = self.paths[route as usize];
+        if path.len == 0 {
+            // Walks without a cache to look up read memory; the other routes have a perfect cache.
+            return if route == Route::Walk { self.memory(write, pa) } else { 0 };
+        }
+        self.at(path, 0, write, false, va, pa, asid)
+    }
+
+    /// An access at level `k` of `path`; `from_above` marks a write arriving from the level
+    /// above (a writeback or a written-through store).
+    fn at(&mut self, path: CachePath, k: usize, write: bool, from_above: bool, va: u64, pa: u64, asid: u32) -> u64 {
+        let Some(i) = path.get(k) else {
+            return self.memory(write, pa);
+        };
+        let l = &mut self.levels[i];
+        let (tag_space, key) = l.key(va, pa, asid);
+        let st = &mut self.stats[i];
+        st.accesses += 1;
+        if let Some(data) = l.lines.lookup(tag_space, key) {
+            if write {
+                match l.write {
+                    WritePolicy::Back => {
+                        if data.pfn & DIRTY == 0 {
+                            l.lines.set_data(tag_space, key, TlbData { pfn: data.pfn | DIRTY, ..data });
+                        }
+                    }
+                    WritePolicy::Through => {
+                        let latency = l.latency;
+                        self.at(path, k + 1, true, true, va, pa, asid);
+                        return latency;
+                    }
+                }
+            }
+            return l.latency;
+        }
+        st.misses += 1;
+        if write {
+            st.write_misses += 1;
+        } else {
+            st.read_misses += 1;
+        }
+        let (latency, shift, write_policy) = (l.latency, l.line_shift, l.write);
+        if write && write_policy == WritePolicy::Through {
+            // No-write-allocate: the write goes on; the writer does not wait for it.
+            self.at(path, k + 1, true, true, va, pa, asid);
+            return latency;
+        }
+        // Allocate. A write from above brings the whole line; anything else reads it from below,
+        // one request per line of the next level within this level's line.
+        let line_bytes = 1u64 << shift;
+        let (line_va, line_pa) = (va & !(line_bytes - 1), pa & !(line_bytes - 1));
+        let served = if from_above {
+            latency
+        } else {
+            let next_shift = path.get(k + 1).map_or(shift, |n| self.levels[n].line_shift);
+            let step = 1u64 << next_shift.min(shift);
+            let mut worst = 0;
+            let mut off = 0;
+            while off < line_bytes {
+                worst = worst.max(self.at(path, k + 1, false, false, line_va + off, line_pa + off, asid));
+                off += step;
+            }
+            worst
+        };
+        let l = &mut self.levels[i];
+        let dirty = if write && write_policy == WritePolicy::Back { DIRTY } else { 0 };
+        let payload = TlbData { pfn: (line_pa >> shift << 1) | dirty, shift: shift as u8, valid: 0 };
+        if let Some(victim) = l.lines.insert(tag_space.0, key, payload) {
+            if victim.data.pfn & DIRTY != 0 {
+                self.stats[i].writebacks += 1;
+                let victim_pa = (victim.data.pfn >> 1) << shift;
+                // Virtually tagged lines also know their virtual address (their key).
+                let victim_va = match self.levels[i].index {
+                    Indexing::Virtual => victim.tag << shift,
+                    _ => victim_pa,
+                };
+                self.at(path, k + 1, true, true, victim_va, victim_pa, victim.asid);
+            }
+        }
+        served.max(latency)
+    }
+
+    /// A request that left the last level: a read (fill) or a write (writeback or written-through
+    /// store) of the line at physical address `pa`. A memory-side stage (a memory controller
+    /// translating the addresses of fills and writebacks) goes here.
+    #[inline]
+    pub fn memory(&mut self, write: bool, _pa: u64) -> u64 {
+        if write {
+            self.memory.writes += 1;
+        } else {
+            self.memory.reads += 1;
+        }
+        self.memory_latency
+    }
+}
