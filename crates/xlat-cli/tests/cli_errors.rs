@@ -376,6 +376,59 @@ fn impossible_config_values_name_the_key() {
 }
 
 #[test]
+fn impossible_cache_hierarchies_name_the_key() {
+    let sc = Scratch::new();
+    let level = |name: &str, size: u64, line: u64, ways: u32, serves: &str, level: u32| {
+        format!(
+            "[[cache]]\nname = \"{name}\"\nsize = {size}\nline = {line}\nways = {ways}\nserves = \"{serves}\"\nlevel = {level}\n"
+        )
+    };
+    let cases: Vec<(String, &[&str])> = vec![
+        (level("L1", 16000, 64, 4, "data", 1), &["cache[0].size", "multiple of line x ways", "256", "16000"]),
+        (level("L1", 0, 64, 4, "data", 1), &["cache[0].size", "non-zero"]),
+        (level("L1", 16384, 48, 4, "data", 1), &["cache[0].line", "power of two", "48"]),
+        (level("L1", 16384, 8192, 1, "data", 1), &["cache[0].line", "page size", "8192"]),
+        (level("L1", 16384, 64, 0, "data", 1), &["cache[0].ways", "at least 1"]),
+        (level("L1", 16384, 64, 4, "data", 0), &["cache[0].level", "levels start at 1"]),
+        (level("L2", 262144, 64, 8, "unified", 2), &["cache[0].level", "level 2", "no cache at level 1"]),
+        (
+            level("L1D", 16384, 64, 4, "data", 1) + &level("L2I", 262144, 64, 8, "instruction", 2),
+            &["cache[1].level", "instruction fetches", "no cache at level 1"],
+        ),
+        (
+            level("L1", 16384, 64, 4, "data", 1) + &level("L1b", 16384, 64, 4, "unified", 1),
+            &["cache[1].level", "two caches at level 1 serve data references"],
+        ),
+        (
+            level("L1", 16384, 64, 4, "data", 1) + &level("L1", 16384, 64, 4, "instruction", 1),
+            &["cache[1].name", "'L1'"],
+        ),
+        (
+            level("L1", 24576, 64, 6, "data", 1).replace("level = 1", "level = 1\npolicy = \"plru\""),
+            &["cache[0].policy", "plru", "6"],
+        ),
+        (level("L1", 16384, 64, 4, "data", 1) + "[cost.cache]\n", &["cost.cache", "remove"]),
+        ("[time]\ncpi = -1.0\n".to_string(), &["time.cpi", "-1"]),
+        (level("L1", 16384, 64, 4, "everything", 1), &["everything", "unified", "instruction"]),
+        (
+            level("L1", 16384, 64, 4, "data", 1).replace("level = 1", "level = 1\nwrite = \"around\""),
+            &["around", "back", "through"],
+        ),
+        (level("L1", 16384, 64, 4, "data", 1).replace("level = 1", "level = 1\nindex = \"pivt\""), &["pivt", "vipt"]),
+        (
+            level("L1", 16384, 64, 4, "data", 1).replace("level = 1", "level = 1\nsize_bytes = 3"),
+            &["size_bytes", "unknown field"],
+        ),
+        ("[memory]\nlatency = \"fast\"\n".to_string(), &["line 11", "[memory]", "expected u64"]),
+    ];
+    for (extra, parts) in cases {
+        let text = format!("{MINIMAL}{extra}");
+        let err = config_fails(&sc, &text, &extra);
+        assert_mentions(&err, parts);
+    }
+}
+
+#[test]
 fn missing_config_and_unknown_preset_fail_cleanly() {
     let sc = Scratch::new();
     let missing = sc.path().join("missing.toml");

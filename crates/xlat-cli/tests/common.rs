@@ -20,7 +20,8 @@ kind = "radix"     # radix | linear | hashed | clustered
 "#;
 
 /// The presets the documentation promises.
-pub const REQUIRED_PRESETS: &[&str] = &["mips-r3000", "itanium2", "pa-8000", "ultrasparc", "x86-64"];
+pub const REQUIRED_PRESETS: &[&str] =
+    &["mips-r3000", "itanium2", "pa-8000", "ultrasparc", "x86-64", "decstation-5000-240", "swanson98"];
 
 /// A file of the bundled `data/` directory.
 pub fn data(name: &str) -> PathBuf {

@@ -444,7 +444,9 @@ impl Hierarchy {
     }
 
     /// An access at level `k` of `path`; `from_above` marks a write arriving from the level
-    /// above (a writeback or a written-through store).
+    /// above (a writeback or a written-through store). (Plain arguments: this is the per-line
+    /// path, recursive over the levels.)
+    #[allow(clippy::too_many_arguments)]
     fn at(&mut self, path: CachePath, k: usize, write: bool, from_above: bool, va: u64, pa: u64, asid: u32) -> u64 {
         let Some(i) = path.get(k) else {
             return self.memory(write, pa);

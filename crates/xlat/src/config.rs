@@ -256,6 +256,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("x86-64", include_str!("../../../configs/x86-64.toml")),
     ("x86-64-5level", include_str!("../../../configs/x86-64-5level.toml")),
     ("talluri95", include_str!("../../../configs/talluri95.toml")),
+    ("decstation-5000-240", include_str!("../../../configs/decstation-5000-240.toml")),
+    ("swanson98", include_str!("../../../configs/swanson98.toml")),
 ];
 
 impl Config {

@@ -7,7 +7,7 @@
 //! enum, and readers hand over batches of records.
 
 use crate::addr::{Asid, PageSize, Vpn};
-use crate::cache::{Hierarchy, MemoryConfig, Route};
+use crate::cache::{Hierarchy, Route};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
@@ -224,7 +224,7 @@ impl System {
         let prefetch = [prefetch_of(&ipath_v), prefetch_of(&dpath_v)];
         let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
         let caches = if config.timed() {
-            let memory = config.memory.clone().unwrap_or_else(MemoryConfig::default);
+            let memory = config.memory.clone().unwrap_or_default();
             Some(Box::new(Hierarchy::new(&config.cache, &memory)?))
         } else {
             None

@@ -307,7 +307,7 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                         crate::cache::Indexing::Vipt => " VIPT",
                     };
                     format!(
-                        "{} {} {} {}-B {}{write}{index}",
+                        "{} {} {} {}, {} B lines{write}{index}",
                         l.name,
                         bytes_text(l.size),
                         if g.ways == g.entries {
@@ -317,8 +317,8 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                         } else {
                             format!("{}-way", g.ways)
                         },
-                        l.line,
-                        g.policy.name()
+                        g.policy.name(),
+                        l.line
                     )
                 })
                 .unwrap_or_default()
@@ -394,17 +394,22 @@ fn geometry_text(entries: u32, ways: u32) -> String {
     }
 }
 
-/// CSV: one row per TLB structure per system, with the system-wide columns repeated.
+/// CSV: one row per TLB structure per system, with the system-wide columns repeated. When a
+/// design has caches, four columns follow (`unit`, `writebacks`, `time_cycles`,
+/// `translation_share`) and each cache level gets a row of its own (`entries` = lines).
 pub fn csv(input: &ReportInput, systems: &[System]) -> String {
+    let timed = systems.iter().any(|s| s.caches().is_some());
     let mut out = String::from(
-        "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,page_table_bytes_end,cycles_total,references,lookups,status,error\n",
+        "config,structure,level,serves,entries,ways,policy,accesses,hits,misses,miss_ratio,page_faults,walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,page_table_bytes_end,cycles_total,references,lookups,status,error",
     );
+    out.push_str(if timed { ",unit,writebacks,time_cycles,translation_share\n" } else { "\n" });
+    let extra = if timed { ",,,," } else { "" };
     for s in systems {
         if let Some(f) = s.failure() {
             // One row: the design, empty counters, and why it failed.
             let _ = writeln!(
                 out,
-                "{}{},failed,{}",
+                "{}{},failed,{}{extra}",
                 csv_field(&s.config().name),
                 ",".repeat(21),
                 csv_field(&failure_message(input, f))
@@ -412,11 +417,30 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
             continue;
         }
         let st = s.stats();
+        let time = |unit: &str, writebacks: String| match st.time {
+            Some(t) => format!(",{unit},{writebacks},{},{:.6}", t.cycles, t.translation_share()),
+            None if timed => format!(",{unit},{writebacks},,"),
+            None => String::new(),
+        };
+        let system_cols = format!(
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            st.page_faults,
+            st.walks.count,
+            st.walks.memory_refs,
+            st.walks.cache_lines,
+            st.walks.nested_misses,
+            s.page_table().kind().name(),
+            s.page_table_peak().table_bytes,
+            s.page_table().size().table_bytes,
+            st.cycles.total(),
+            input.summary.trace.references,
+            st.lookups,
+        );
         for (x, c) in s.structures().iter().zip(&st.tlb) {
             let g = x.tlb.geometry();
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},ok,",
+                "{},{},{},{},{},{},{},{},{},{},{:.6},{system_cols},ok,{}",
                 csv_field(&s.config().name),
                 csv_field(&x.name),
                 x.level,
@@ -428,18 +452,29 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
                 c.hits,
                 c.misses,
                 ratio(c.misses, c.accesses),
-                st.page_faults,
-                st.walks.count,
-                st.walks.memory_refs,
-                st.walks.cache_lines,
-                st.walks.nested_misses,
-                s.page_table().kind().name(),
-                s.page_table_peak().table_bytes,
-                s.page_table().size().table_bytes,
-                st.cycles.total(),
-                input.summary.trace.references,
-                st.lookups,
+                time("tlb", String::new()),
             );
+        }
+        if let Some(h) = s.caches() {
+            for (l, c) in h.levels().iter().zip(&st.caches) {
+                let g = l.lines().geometry();
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{},{:.6},{system_cols},ok,{}",
+                    csv_field(&s.config().name),
+                    csv_field(&l.name),
+                    l.level,
+                    l.serves.name(),
+                    g.entries,
+                    g.ways,
+                    g.policy.name(),
+                    c.accesses,
+                    c.hits,
+                    c.misses,
+                    ratio(c.misses, c.accesses),
+                    time("cache", c.writebacks.to_string()),
+                );
+            }
         }
     }
     out

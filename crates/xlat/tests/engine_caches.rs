@@ -113,6 +113,7 @@ struct RLevel {
 }
 
 impl RLevel {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         serves: char,
         level: u32,
