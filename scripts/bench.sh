@@ -92,3 +92,19 @@ if command -v qemu-x86_64 >/dev/null && command -v gzip >/dev/null; then
 else
   echo "qemu-x86_64 not found: tracing benchmarks skipped (apt-get install qemu-user)" >&2
 fi
+
+# Caches: a TLB, a radix table and two unified cache levels (scripts/bench-caches.toml), end to end
+# from the real .xtr, against the same design without caches and against pycachesim simulating the
+# same two caches over the same references as an in-memory list of line addresses.
+sed '/^\[\[cache\]\]/,$d' scripts/bench-caches.toml > "$D/bench-nocache.toml"
+t0=$(best "$X" run -q -c "$D/bench-nocache.toml" -t "$D/real.xtr")
+t2=$(best "$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr")
+lines=$("$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr" --json - | python3 -c 'import json,sys; print(json.load(sys.stdin)["configs"][0]["caches"][0]["accesses"])')
+printf "%-46s %10.3f\n" "TLB + radix, no caches, real" "$t0"
+printf "%-46s %10.3f %7.1f M L1 line accesses/s (%.2fx the speed without caches)\n" "TLB + radix + L1/L2, real" "$t2" "$(echo "$lines / $t2 / 1000000" | bc -l)" "$(echo "$t0 / $t2" | bc -l)"
+V=target/bench-venv
+if [ ! -x "$V/bin/python" ]; then
+  python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
+fi
+"$V/bin/python" -c 'import cachesim' 2>/dev/null || "$V/bin/pip" install -q pycachesim
+printf "%-46s %s\n" "pycachesim, same L1/L2, in-memory line list" "$("$V/bin/python" scripts/bench-caches.py "$D/real.lackey")"

@@ -28,13 +28,16 @@
 //! address and the tag from the physical one, so a cache larger than a page times its ways
 //! indexes with virtual bits above the page offset and one physical line may sit in two sets.
 //!
-//! Each level is stored as a [`Tlb`] whose "pages" are lines: the five replacement policies, the
-//! wide-set index and the recent-hit filter are the TLB's, and a line's payload is its physical
-//! line address and its dirty bit.
+//! A level of at most [`SCAN_WAYS`] ways keeps flat per-way arrays (key, address space, payload,
+//! a use stamp) and scans its set: LRU evicts the smallest last-use stamp, FIFO the smallest fill
+//! stamp, and random, NRU and tree-PLRU use the TLBs' policy code. Wider levels (fully associative
+//! caches) are stored as a [`Tlb`] whose "pages" are lines, with its index over wide sets. Either
+//! way a line's payload is its physical line address and its dirty bit.
 
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::Serves;
 use crate::pt::ParamError;
+use crate::tlb::policy::PolicyState;
 use crate::tlb::{Geometry, Policy, Tlb, TlbData};
 use serde::Deserialize;
 
@@ -253,6 +256,166 @@ pub struct MemoryStats {
     pub writes: u64,
 }
 
+/// Levels with at most this many ways scan their set; wider ones use a [`Tlb`]'s index.
+pub const SCAN_WAYS: u32 = 16;
+
+/// An empty way.
+const EMPTY: u64 = u64::MAX;
+
+/// Lines of a level of few ways: flat arrays, `ways` per set.
+#[derive(Clone, Debug)]
+struct Sets {
+    ways: usize,
+    sets: u64,
+    /// `sets - 1` for a power-of-two number of sets, else `u64::MAX` (modulo).
+    mask: u64,
+    keys: Vec<u64>,
+    asids: Vec<u32>,
+    payloads: Vec<u64>,
+    /// Last use (LRU) or fill (FIFO) of each way.
+    stamps: Vec<u64>,
+    clock: u64,
+    /// Stamp on hits too (LRU).
+    lru: bool,
+    /// Random, NRU, tree-PLRU; `None` for LRU and FIFO (the stamps).
+    policy: Option<PolicyState>,
+    /// Per route (instruction, data, walk; 3: requests from the level above), the slot of the
+    /// line it hit last: a hint, checked against the slot's key, so an evicted line is never
+    /// found through it.
+    hint: [usize; 4],
+}
+
+impl Sets {
+    fn new(sets: u64, ways: u32, policy: Policy, seed: u64) -> Sets {
+        let n = (sets * ways as u64) as usize;
+        Sets {
+            ways: ways as usize,
+            sets,
+            mask: if sets.is_power_of_two() { sets - 1 } else { u64::MAX },
+            keys: vec![EMPTY; n],
+            asids: vec![0; n],
+            payloads: vec![0; n],
+            stamps: vec![0; n],
+            clock: 0,
+            lru: policy == Policy::Lru,
+            policy: match policy {
+                Policy::Lru | Policy::Fifo => None,
+                p => Some(PolicyState::new(p, sets as u32, ways, seed)),
+            },
+            hint: [0; 4],
+        }
+    }
+
+    /// A hit on `slot`, for the policy.
+    #[inline(always)]
+    fn use_slot(&mut self, slot: usize) {
+        if self.lru {
+            self.clock += 1;
+            self.stamps[slot] = self.clock;
+        } else if let Some(p) = &mut self.policy {
+            let set = slot / self.ways;
+            p.on_hit(set as u32, (slot - set * self.ways) as u32);
+        }
+    }
+
+    #[inline(always)]
+    fn set_of(&self, key: u64) -> u64 {
+        if self.mask != u64::MAX {
+            key & self.mask
+        } else {
+            key % self.sets
+        }
+    }
+
+    /// The slot holding `key` of `asid`, used (for the policy) if found.
+    #[inline(always)]
+    fn lookup(&mut self, asid: u32, key: u64, hint: usize) -> Option<usize> {
+        let slot = self.hint[hint & 3];
+        if self.keys[slot] == key && self.asids[slot] == asid {
+            self.use_slot(slot);
+            return Some(slot);
+        }
+        self.lookup_set(asid, key, hint)
+    }
+
+    #[inline(never)]
+    fn lookup_set(&mut self, asid: u32, key: u64, hint: usize) -> Option<usize> {
+        let base = self.set_of(key) as usize * self.ways;
+        let keys = &self.keys[base..base + self.ways];
+        let w = keys.iter().zip(&self.asids[base..base + self.ways]).position(|(&k, &a)| k == key && a == asid)?;
+        let slot = base + w;
+        self.hint[hint & 3] = slot;
+        self.use_slot(slot);
+        Some(slot)
+    }
+
+    /// Installs `key`: an empty way first, else the policy's victim, which is returned as
+    /// (key, asid, payload).
+    fn insert(&mut self, asid: u32, key: u64, payload: u64) -> Option<(u64, u32, u64)> {
+        let set = self.set_of(key);
+        let base = set as usize * self.ways;
+        let way = match (0..self.ways).find(|&w| self.keys[base + w] == EMPTY) {
+            Some(w) => w,
+            None => match &mut self.policy {
+                Some(p) => p.victim(set as u32, 0) as usize,
+                None => (0..self.ways).min_by_key(|&w| self.stamps[base + w]).expect("ways >= 1"),
+            },
+        };
+        let slot = base + way;
+        let victim = (self.keys[slot] != EMPTY).then(|| (self.keys[slot], self.asids[slot], self.payloads[slot]));
+        self.keys[slot] = key;
+        self.asids[slot] = asid;
+        self.payloads[slot] = payload;
+        self.clock += 1;
+        self.stamps[slot] = self.clock;
+        if let Some(p) = &mut self.policy {
+            p.on_fill(set as u32, way as u32);
+        }
+        victim
+    }
+}
+
+/// A level's storage. (The scanned variant, the hot one, is kept inline.)
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Lines {
+    Sets(Sets),
+    Wide(Box<Tlb>),
+}
+
+impl Lines {
+    /// Looks up the line holding `key` of `asid` (a use, for the policy); on a hit returns its
+    /// payload as it was, and marks the line dirty if `dirty`.
+    #[inline(always)]
+    fn lookup(&mut self, asid: Asid, key: Vpn, dirty: bool, hint: usize) -> Option<u64> {
+        match self {
+            Lines::Sets(s) => s.lookup(asid.0, key.0, hint).map(|slot| {
+                let before = s.payloads[slot];
+                if dirty {
+                    s.payloads[slot] = before | DIRTY;
+                }
+                before
+            }),
+            Lines::Wide(t) => {
+                let data = t.lookup(asid, key)?;
+                if dirty && data.pfn & DIRTY == 0 {
+                    t.set_data(asid, key, TlbData { pfn: data.pfn | DIRTY, ..data });
+                }
+                Some(data.pfn)
+            }
+        }
+    }
+
+    fn insert(&mut self, asid: Asid, key: Vpn, payload: u64, shift: u32) -> Option<(u64, u32, u64)> {
+        match self {
+            Lines::Sets(s) => s.insert(asid.0, key.0, payload),
+            Lines::Wide(t) => t
+                .insert(asid.0, key, TlbData { pfn: payload, shift: shift as u8, valid: 0 })
+                .map(|v| (v.tag, v.asid, v.data.pfn)),
+        }
+    }
+}
+
 /// One level of a hierarchy.
 #[derive(Clone, Debug)]
 pub struct Level {
@@ -274,17 +437,18 @@ pub struct Level {
     pub size: u64,
     /// Line size in bytes.
     pub line: u64,
+    /// Ways per set.
+    pub ways: u32,
+    /// Number of sets.
+    pub sets: u64,
+    /// Replacement policy.
+    pub policy: Policy,
     line_shift: u32,
-    sets: u64,
-    lines: Tlb,
+    lines: Lines,
+    stats: CacheStats,
 }
 
 impl Level {
-    /// The lines' storage (geometry, policy).
-    pub fn lines(&self) -> &Tlb {
-        &self.lines
-    }
-
     /// The lookup key and tag space of the line holding (`va`, `pa`) for address space `asid`.
     #[inline(always)]
     fn key(&self, va: u64, pa: u64, asid: u32) -> (Asid, Vpn) {
@@ -302,11 +466,12 @@ impl Level {
 struct CachePath {
     levels: [u8; MAX_CACHE_LEVELS],
     len: u8,
+    route: u8,
 }
 
 impl CachePath {
-    fn of(v: &[usize]) -> CachePath {
-        let mut p = CachePath::default();
+    fn of(v: &[usize], route: Route) -> CachePath {
+        let mut p = CachePath { route: route as u8, ..CachePath::default() };
         for (k, &i) in v.iter().enumerate() {
             p.levels[k] = i as u8;
         }
@@ -330,7 +495,6 @@ pub struct Hierarchy {
     /// Paths of instruction fetches, data references and walk references.
     paths: [CachePath; 3],
     memory_latency: u64,
-    stats: Vec<CacheStats>,
     memory: MemoryStats,
 }
 
@@ -352,9 +516,16 @@ impl Hierarchy {
         let mut levels = Vec::with_capacity(configs.len());
         for (i, c) in configs.iter().enumerate() {
             let n = c.size / c.line;
-            let geometry = Geometry { entries: n as u32, ways: c.ways, policy: c.policy, seed: c.seed };
-            let lines = Tlb::new(geometry, PageSize::from_bytes(c.line).expect("validated"))
-                .map_err(|e| ParamError::new(format!("cache[{i}].ways"), e.to_string()))?;
+            let sets = n / c.ways as u64;
+            let lines = if c.ways <= SCAN_WAYS {
+                Lines::Sets(Sets::new(sets, c.ways, c.policy, c.seed))
+            } else {
+                let geometry = Geometry { entries: n as u32, ways: c.ways, policy: c.policy, seed: c.seed };
+                Lines::Wide(Box::new(
+                    Tlb::new(geometry, PageSize::from_bytes(c.line).expect("validated"))
+                        .map_err(|e| ParamError::new(format!("cache[{i}].ways"), e.to_string()))?,
+                ))
+            };
             levels.push(Level {
                 name: c.name.clone(),
                 level: c.level,
@@ -365,9 +536,12 @@ impl Hierarchy {
                 walker: c.walker,
                 size: c.size,
                 line: c.line,
+                ways: c.ways,
+                sets,
+                policy: c.policy,
                 line_shift: c.line.trailing_zeros(),
-                sets: n / c.ways as u64,
                 lines,
+                stats: CacheStats::default(),
             });
         }
         let path = |wants: Serves, walk: bool| {
@@ -376,17 +550,14 @@ impl Hierarchy {
                 .filter(|&i| !walk || levels[i].walker)
                 .collect();
             v.sort_by_key(|&i| levels[i].level);
-            CachePath::of(&v)
+            v
         };
-        let paths = [path(Serves::Instruction, false), path(Serves::Data, false), path(Serves::Data, true)];
-        let n = levels.len();
-        Ok(Hierarchy {
-            levels,
-            paths,
-            memory_latency: memory.latency,
-            stats: vec![CacheStats::default(); n],
-            memory: MemoryStats::default(),
-        })
+        let paths = [
+            CachePath::of(&path(Serves::Instruction, false), Route::Instruction),
+            CachePath::of(&path(Serves::Data, false), Route::Data),
+            CachePath::of(&path(Serves::Data, true), Route::Walk),
+        ];
+        Ok(Hierarchy { levels, paths, memory_latency: memory.latency, memory: MemoryStats::default() })
     }
 
     /// The levels, in config order.
@@ -396,7 +567,7 @@ impl Hierarchy {
 
     /// Counters per level, in config order (hits brought up to date).
     pub fn stats(&self) -> Vec<CacheStats> {
-        self.stats.iter().map(|s| CacheStats { hits: s.accesses - s.misses, ..*s }).collect()
+        self.levels.iter().map(|l| CacheStats { hits: l.stats.accesses - l.stats.misses, ..l.stats }).collect()
     }
 
     /// Memory counters.
@@ -433,12 +604,24 @@ impl Hierarchy {
     /// or memory's. A route without levels answers at once (0 cycles: a perfect cache). Writes
     /// that go on to a lower level do not wait for it (write buffers): a write costs the latency
     /// of the first level, unless it allocates its line there (a write-allocate miss reads it).
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, route: Route, write: bool, va: u64, pa: u64, asid: u32) -> u64 {
         let path = self.paths[route as usize];
         if path.len == 0 {
             // Walks without a cache to look up read memory; the other routes have a perfect cache.
             return if route == Route::Walk { self.memory(write, pa) } else { 0 };
+        }
+        // The common case inline: a level-1 hit that changes nothing but the replacement state.
+        // Anything else starts over out of line; looking the line up again there changes no
+        // state (a second use of the entry just used, or a second miss).
+        let i = path.levels[0] as usize;
+        let l = &mut self.levels[i];
+        if !write || l.write == WritePolicy::Back {
+            let (tag_space, key) = l.key(va, pa, asid);
+            if l.lines.lookup(tag_space, key, write, route as usize).is_some() {
+                l.stats.accesses += 1;
+                return l.latency;
+            }
         }
         self.at(path, 0, write, false, va, pa, asid)
     }
@@ -447,28 +630,21 @@ impl Hierarchy {
     /// above (a writeback or a written-through store). (Plain arguments: this is the per-line
     /// path, recursive over the levels.)
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn at(&mut self, path: CachePath, k: usize, write: bool, from_above: bool, va: u64, pa: u64, asid: u32) -> u64 {
         let Some(i) = path.get(k) else {
             return self.memory(write, pa);
         };
         let l = &mut self.levels[i];
         let (tag_space, key) = l.key(va, pa, asid);
-        let st = &mut self.stats[i];
+        let st = &mut l.stats;
         st.accesses += 1;
-        if let Some(data) = l.lines.lookup(tag_space, key) {
-            if write {
-                match l.write {
-                    WritePolicy::Back => {
-                        if data.pfn & DIRTY == 0 {
-                            l.lines.set_data(tag_space, key, TlbData { pfn: data.pfn | DIRTY, ..data });
-                        }
-                    }
-                    WritePolicy::Through => {
-                        let latency = l.latency;
-                        self.at(path, k + 1, true, true, va, pa, asid);
-                        return latency;
-                    }
-                }
+        let hint = if k == 0 { path.route as usize } else { 3 };
+        if l.lines.lookup(tag_space, key, write && l.write == WritePolicy::Back, hint).is_some() {
+            if write && l.write == WritePolicy::Through {
+                let latency = l.latency;
+                self.at(path, k + 1, true, true, va, pa, asid);
+                return latency;
             }
             return l.latency;
         }
@@ -503,17 +679,17 @@ impl Hierarchy {
         };
         let l = &mut self.levels[i];
         let dirty = if write && write_policy == WritePolicy::Back { DIRTY } else { 0 };
-        let payload = TlbData { pfn: (line_pa >> shift << 1) | dirty, shift: shift as u8, valid: 0 };
-        if let Some(victim) = l.lines.insert(tag_space.0, key, payload) {
-            if victim.data.pfn & DIRTY != 0 {
-                self.stats[i].writebacks += 1;
-                let victim_pa = (victim.data.pfn >> 1) << shift;
+        let payload = (line_pa >> shift << 1) | dirty;
+        if let Some((victim_key, victim_asid, victim_payload)) = l.lines.insert(tag_space, key, payload, shift) {
+            if victim_payload & DIRTY != 0 {
+                self.levels[i].stats.writebacks += 1;
+                let victim_pa = (victim_payload >> 1) << shift;
                 // Virtually tagged lines also know their virtual address (their key).
                 let victim_va = match self.levels[i].index {
-                    Indexing::Virtual => victim.tag << shift,
+                    Indexing::Virtual => victim_key << shift,
                     _ => victim_pa,
                 };
-                self.at(path, k + 1, true, true, victim_va, victim_pa, victim.asid);
+                self.at(path, k + 1, true, true, victim_va, victim_pa, victim_asid);
             }
         }
         served.max(latency)

@@ -91,6 +91,10 @@ pub struct System {
     instructions: u64,
     stall: [u64; 2],
     walk_cycles: u64,
+    /// Per kind [instruction fetches, data] of a timed design: the line size (log2) of its
+    /// level-1 cache (the page size without one), and that level's hit latency.
+    line_shift: [u32; 2],
+    l1_latency: [u64; 2],
 }
 
 /// Why one design of a run stopped before the end of the trace, and where.
@@ -263,6 +267,9 @@ impl System {
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
             pt_peak: PtSize::default(),
             failure: None,
+            line_shift: [Route::Instruction, Route::Data]
+                .map(|r| caches.as_ref().and_then(|h| h.first_line_shift(r)).unwrap_or(page_size.shift())),
+            l1_latency: [Route::Instruction, Route::Data].map(|r| caches.as_ref().map_or(0, |h| h.first_latency(r))),
             caches,
             instructions: 0,
             stall: [0; 2],
@@ -448,16 +455,32 @@ impl System {
 
     /// [`System::access`] of a timed design: translate each page, then send each of its lines
     /// through the caches at the physical address the translation gives.
-    #[inline(never)]
+    #[inline(always)]
     fn access_timed(&mut self, kind: Kind, size: u32, addr: u64) -> Result<(), DesignError> {
-        let shift = self.page_size.shift();
-        let first = addr >> shift;
         let end = addr.saturating_add(size.max(1) as u64 - 1);
-        let last = end >> shift;
         let is_data = kind.is_data();
-        self.lookups[is_data as usize] += last - first + 1;
+        if addr >> self.line_shift[is_data as usize] == end >> self.line_shift[is_data as usize] {
+            // Most references: one line (lines never cross pages), so one page.
+            let shift = self.page_size.shift();
+            self.instructions += !is_data as u64;
+            self.lookups[is_data as usize] += 1;
+            let pfn = self.translate(is_data, Vpn(addr >> shift))?;
+            self.line_refs(kind, addr, (pfn << shift) | (addr & (self.page_size.bytes() - 1)));
+            return Ok(());
+        }
+        self.access_lines(kind, addr, end)
+    }
+
+    /// [`System::access_timed`] of a reference that spans lines.
+    #[inline(never)]
+    fn access_lines(&mut self, kind: Kind, addr: u64, end: u64) -> Result<(), DesignError> {
+        let shift = self.page_size.shift();
+        let is_data = kind.is_data();
         self.instructions += !is_data as u64;
         let offset_mask = self.page_size.bytes() - 1;
+        let first = addr >> shift;
+        let last = end >> shift;
+        self.lookups[is_data as usize] += last - first + 1;
         for vpn in first..=last {
             let pfn = self.translate(is_data, Vpn(vpn))?;
             let lo = addr.max(vpn << shift);
@@ -468,33 +491,38 @@ impl System {
     }
 
     /// The lines of bytes `lo..=hi` (one page; `pa` is `lo`'s physical address) through the
-    /// caches: a modify is a load, then a store. Counts the cycles beyond a level-1 hit.
+    /// caches.
     #[inline(always)]
     fn cache_refs(&mut self, kind: Kind, lo: u64, hi: u64, pa: u64) {
-        let route = if kind.is_data() { Route::Data } else { Route::Instruction };
-        let h = self.caches.as_mut().expect("timed design");
-        let Some(ls) = h.first_line_shift(route) else {
-            return; // a perfect cache
-        };
-        let l1 = h.first_latency(route);
-        let asid = self.asid.0;
-        let mut stall = 0;
+        let ls = self.line_shift[kind.is_data() as usize];
         let mut line = lo >> ls;
         loop {
             let va = lo.max(line << ls);
-            let pa = pa + (va - lo);
-            if kind != Kind::Store {
-                stall += h.access(route, false, va, pa, asid).saturating_sub(l1);
-            }
-            if matches!(kind, Kind::Store | Kind::Modify) {
-                stall += h.access(route, true, va, pa, asid).saturating_sub(l1);
-            }
+            self.line_refs(kind, va, pa + (va - lo));
             if line == hi >> ls {
                 break;
             }
             line += 1;
         }
-        self.stall[route as usize] += stall;
+    }
+
+    /// One line of a reference at (`va`, `pa`) through the caches: a modify is a load, then a
+    /// store. Counts the cycles beyond a level-1 hit (none without a cache: a perfect one).
+    #[inline(always)]
+    fn line_refs(&mut self, kind: Kind, va: u64, pa: u64) {
+        let k = kind.is_data() as usize;
+        let route = if k == 1 { Route::Data } else { Route::Instruction };
+        let l1 = self.l1_latency[k];
+        let asid = self.asid.0;
+        let h = self.caches.as_mut().expect("timed design");
+        let mut stall = 0;
+        if kind != Kind::Store {
+            stall += h.access(route, false, va, pa, asid).saturating_sub(l1);
+        }
+        if matches!(kind, Kind::Store | Kind::Modify) {
+            stall += h.access(route, true, va, pa, asid).saturating_sub(l1);
+        }
+        self.stall[k] += stall;
     }
 
     /// The per-lookup path; returns the frame of `vpn`. Level-1 accesses are not counted here

@@ -155,16 +155,15 @@ fn system_json(s: &System) -> Value {
             .iter()
             .zip(&st.caches)
             .map(|(l, c)| {
-                let g = l.lines().geometry();
                 json!({
                     "name": l.name,
                     "level": l.level,
                     "serves": l.serves.name(),
                     "size": l.size,
                     "line": l.line,
-                    "ways": g.ways,
-                    "sets": l.lines().sets(),
-                    "policy": g.policy.name(),
+                    "ways": l.ways,
+                    "sets": l.sets,
+                    "policy": l.policy.name(),
                     "write": l.write.name(),
                     "index": l.index.name(),
                     "walker": l.walker,
@@ -299,7 +298,6 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         row(&format!("cache #{}", i + 1), &|s| {
             level(s)
                 .map(|l| {
-                    let g = l.lines().geometry();
                     let write = if l.write == crate::cache::WritePolicy::Back { "" } else { " write-through" };
                     let index = match l.index {
                         crate::cache::Indexing::Physical => "",
@@ -310,14 +308,14 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                         "{} {} {} {}, {} B lines{write}{index}",
                         l.name,
                         bytes_text(l.size),
-                        if g.ways == g.entries {
+                        if l.sets == 1 {
                             "full".to_string()
-                        } else if g.ways == 1 {
+                        } else if l.ways == 1 {
                             "direct".to_string()
                         } else {
-                            format!("{}-way", g.ways)
+                            format!("{}-way", l.ways)
                         },
-                        g.policy.name(),
+                        l.policy.name(),
                         l.line
                     )
                 })
@@ -457,7 +455,6 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
         }
         if let Some(h) = s.caches() {
             for (l, c) in h.levels().iter().zip(&st.caches) {
-                let g = l.lines().geometry();
                 let _ = writeln!(
                     out,
                     "{},{},{},{},{},{},{},{},{},{},{:.6},{system_cols},ok,{}",
@@ -465,9 +462,9 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
                     csv_field(&l.name),
                     l.level,
                     l.serves.name(),
-                    g.entries,
-                    g.ways,
-                    g.policy.name(),
+                    l.sets * l.ways as u64,
+                    l.ways,
+                    l.policy.name(),
                     c.accesses,
                     c.hits,
                     c.misses,

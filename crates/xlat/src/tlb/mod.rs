@@ -44,7 +44,7 @@
 //! VPNs must be below 2^58 when entries larger than a base page are used (any 64-bit address with
 //! base pages of 64 bytes or more): the size is folded into the top bits of the lookup key.
 
-mod policy;
+pub(crate) mod policy;
 
 pub use policy::Policy;
 use policy::PolicyState;

@@ -40,7 +40,7 @@ impl Policy {
 }
 
 #[derive(Clone, Debug)]
-pub(super) enum PolicyState {
+pub(crate) enum PolicyState {
     Lru,
     Fifo,
     Random { ways: u32, state: u64 },
@@ -49,7 +49,7 @@ pub(super) enum PolicyState {
 }
 
 impl PolicyState {
-    pub(super) fn new(policy: Policy, sets: u32, ways: u32, seed: u64) -> PolicyState {
+    pub(crate) fn new(policy: Policy, sets: u32, ways: u32, seed: u64) -> PolicyState {
         let n = (sets * ways) as usize;
         match policy {
             Policy::Lru => PolicyState::Lru,
@@ -69,7 +69,7 @@ impl PolicyState {
     }
 
     #[inline(always)]
-    pub(super) fn on_hit(&mut self, set: u32, way: u32) {
+    pub(crate) fn on_hit(&mut self, set: u32, way: u32) {
         match self {
             PolicyState::Lru | PolicyState::Fifo | PolicyState::Random { .. } => {}
             PolicyState::Nru { ways, bits, set_count } => nru_touch(*ways, bits, set_count, set, way),
@@ -78,11 +78,11 @@ impl PolicyState {
     }
 
     #[inline(always)]
-    pub(super) fn on_fill(&mut self, set: u32, way: u32) {
+    pub(crate) fn on_fill(&mut self, set: u32, way: u32) {
         self.on_hit(set, way)
     }
 
-    pub(super) fn on_invalidate(&mut self, set: u32, way: u32) {
+    pub(crate) fn on_invalidate(&mut self, set: u32, way: u32) {
         if let PolicyState::Nru { ways, bits, set_count } = self {
             let i = (set * *ways + way) as usize;
             if bits[i] {
@@ -94,7 +94,7 @@ impl PolicyState {
 
     /// The way to evict from a full set (LRU/FIFO: handled by the caller's list tail).
     #[inline(always)]
-    pub(super) fn victim(&mut self, set: u32, tail_way: u32) -> u32 {
+    pub(crate) fn victim(&mut self, set: u32, tail_way: u32) -> u32 {
         match self {
             PolicyState::Lru | PolicyState::Fifo => tail_way,
             PolicyState::Random { ways, state } => {
