@@ -262,6 +262,16 @@ pub const SCAN_WAYS: u32 = 16;
 /// An empty way.
 const EMPTY: u64 = u64::MAX;
 
+/// One way of a set.
+#[derive(Clone, Copy, Debug)]
+struct Way {
+    key: u64,
+    payload: u64,
+    /// Last use (LRU) or fill (FIFO).
+    stamp: u64,
+    asid: u32,
+}
+
 /// Lines of a level of few ways: flat arrays, `ways` per set.
 #[derive(Clone, Debug)]
 struct Sets {
@@ -269,11 +279,8 @@ struct Sets {
     sets: u64,
     /// `sets - 1` for a power-of-two number of sets, else `u64::MAX` (modulo).
     mask: u64,
-    keys: Vec<u64>,
-    asids: Vec<u32>,
-    payloads: Vec<u64>,
-    /// Last use (LRU) or fill (FIFO) of each way.
-    stamps: Vec<u64>,
+    /// Per way: key, address space, payload and stamp together (one bounds check, one line).
+    ways_: Vec<Way>,
     clock: u64,
     /// Stamp on hits too (LRU).
     lru: bool,
@@ -283,6 +290,8 @@ struct Sets {
     /// line it hit last: a hint, checked against the slot's key, so an evicted line is never
     /// found through it.
     hint: [usize; 4],
+    /// The line each route hit before its last one (a second hint).
+    hint2: [usize; 4],
 }
 
 impl Sets {
@@ -292,10 +301,7 @@ impl Sets {
             ways: ways as usize,
             sets,
             mask: if sets.is_power_of_two() { sets - 1 } else { u64::MAX },
-            keys: vec![EMPTY; n],
-            asids: vec![0; n],
-            payloads: vec![0; n],
-            stamps: vec![0; n],
+            ways_: vec![Way { key: EMPTY, asid: 0, payload: 0, stamp: 0 }; n],
             clock: 0,
             lru: policy == Policy::Lru,
             policy: match policy {
@@ -303,6 +309,7 @@ impl Sets {
                 p => Some(PolicyState::new(p, sets as u32, ways, seed)),
             },
             hint: [0; 4],
+            hint2: [0; 4],
         }
     }
 
@@ -311,7 +318,7 @@ impl Sets {
     fn use_slot(&mut self, slot: usize) {
         if self.lru {
             self.clock += 1;
-            self.stamps[slot] = self.clock;
+            self.ways_[slot].stamp = self.clock;
         } else if let Some(p) = &mut self.policy {
             let set = slot / self.ways;
             p.on_hit(set as u32, (slot - set * self.ways) as u32);
@@ -330,21 +337,28 @@ impl Sets {
     /// The slot holding `key` of `asid`, used (for the policy) if found.
     #[inline(always)]
     fn lookup(&mut self, asid: u32, key: u64, hint: usize) -> Option<usize> {
-        let slot = self.hint[hint & 3];
-        if self.keys[slot] == key && self.asids[slot] == asid {
+        let h = hint & 3;
+        let slot = self.hint[h];
+        let w = &self.ways_[slot];
+        if w.key == key && w.asid == asid {
             self.use_slot(slot);
             return Some(slot);
         }
-        self.lookup_set(asid, key, hint)
+        self.lookup_set(asid, key, h)
     }
 
     #[inline(never)]
-    fn lookup_set(&mut self, asid: u32, key: u64, hint: usize) -> Option<usize> {
-        let base = self.set_of(key) as usize * self.ways;
-        let keys = &self.keys[base..base + self.ways];
-        let w = keys.iter().zip(&self.asids[base..base + self.ways]).position(|(&k, &a)| k == key && a == asid)?;
-        let slot = base + w;
-        self.hint[hint & 3] = slot;
+    fn lookup_set(&mut self, asid: u32, key: u64, h: usize) -> Option<usize> {
+        let second = self.hint2[h];
+        let w = &self.ways_[second];
+        let slot = if w.key == key && w.asid == asid {
+            second
+        } else {
+            let base = self.set_of(key) as usize * self.ways;
+            base + self.ways_[base..base + self.ways].iter().position(|w| w.key == key && w.asid == asid)?
+        };
+        self.hint2[h] = self.hint[h];
+        self.hint[h] = slot;
         self.use_slot(slot);
         Some(slot)
     }
@@ -354,20 +368,19 @@ impl Sets {
     fn insert(&mut self, asid: u32, key: u64, payload: u64) -> Option<(u64, u32, u64)> {
         let set = self.set_of(key);
         let base = set as usize * self.ways;
-        let way = match (0..self.ways).find(|&w| self.keys[base + w] == EMPTY) {
+        let set_ways = &self.ways_[base..base + self.ways];
+        let way = match set_ways.iter().position(|w| w.key == EMPTY) {
             Some(w) => w,
             None => match &mut self.policy {
                 Some(p) => p.victim(set as u32, 0) as usize,
-                None => (0..self.ways).min_by_key(|&w| self.stamps[base + w]).expect("ways >= 1"),
+                None => (0..self.ways).min_by_key(|&w| set_ways[w].stamp).expect("ways >= 1"),
             },
         };
         let slot = base + way;
-        let victim = (self.keys[slot] != EMPTY).then(|| (self.keys[slot], self.asids[slot], self.payloads[slot]));
-        self.keys[slot] = key;
-        self.asids[slot] = asid;
-        self.payloads[slot] = payload;
+        let old = self.ways_[slot];
+        let victim = (old.key != EMPTY).then_some((old.key, old.asid, old.payload));
         self.clock += 1;
-        self.stamps[slot] = self.clock;
+        self.ways_[slot] = Way { key, asid, payload, stamp: self.clock };
         if let Some(p) = &mut self.policy {
             p.on_fill(set as u32, way as u32);
         }
@@ -390,9 +403,9 @@ impl Lines {
     fn lookup(&mut self, asid: Asid, key: Vpn, dirty: bool, hint: usize) -> Option<u64> {
         match self {
             Lines::Sets(s) => s.lookup(asid.0, key.0, hint).map(|slot| {
-                let before = s.payloads[slot];
+                let before = s.ways_[slot].payload;
                 if dirty {
-                    s.payloads[slot] = before | DIRTY;
+                    s.ways_[slot].payload = before | DIRTY;
                 }
                 before
             }),
@@ -496,7 +509,12 @@ pub struct Hierarchy {
     paths: [CachePath; 3],
     memory_latency: u64,
     memory: MemoryStats,
+    /// The first level of each path, or `NO_LEVEL`.
+    first: [u8; 3],
 }
+
+/// No level on a path.
+const NO_LEVEL: usize = u8::MAX as usize;
 
 /// Which path a reference takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -557,7 +575,8 @@ impl Hierarchy {
             CachePath::of(&path(Serves::Data, false), Route::Data),
             CachePath::of(&path(Serves::Data, true), Route::Walk),
         ];
-        Ok(Hierarchy { levels, paths, memory_latency: memory.latency, memory: MemoryStats::default() })
+        let first = paths.map(|p| p.get(0).map_or(NO_LEVEL as u8, |i| i as u8));
+        Ok(Hierarchy { levels, paths, memory_latency: memory.latency, memory: MemoryStats::default(), first })
     }
 
     /// The levels, in config order.
@@ -606,15 +625,14 @@ impl Hierarchy {
     /// of the first level, unless it allocates its line there (a write-allocate miss reads it).
     #[inline(always)]
     pub fn access(&mut self, route: Route, write: bool, va: u64, pa: u64, asid: u32) -> u64 {
-        let path = self.paths[route as usize];
-        if path.len == 0 {
+        let i = self.first[route as usize] as usize;
+        if i == NO_LEVEL {
             // Walks without a cache to look up read memory; the other routes have a perfect cache.
             return if route == Route::Walk { self.memory(write, pa) } else { 0 };
         }
         // The common case inline: a level-1 hit that changes nothing but the replacement state.
         // Anything else starts over out of line; looking the line up again there changes no
         // state (a second use of the entry just used, or a second miss).
-        let i = path.levels[0] as usize;
         let l = &mut self.levels[i];
         if !write || l.write == WritePolicy::Back {
             let (tag_space, key) = l.key(va, pa, asid);
@@ -623,7 +641,7 @@ impl Hierarchy {
                 return l.latency;
             }
         }
-        self.at(path, 0, write, false, va, pa, asid)
+        self.at(self.paths[route as usize], 0, write, false, va, pa, asid)
     }
 
     /// An access at level `k` of `path`; `from_above` marks a write arriving from the level
