@@ -212,11 +212,18 @@ const CSV_HEADER: &str =
 walks,walk_memory_refs,walk_cache_lines,nested_misses,page_table,page_table_bytes,page_table_bytes_end,cycles_total,\
 references,lookups,status,error";
 
-/// Checks a CSV report against the JSON report of the same run.
+/// The four columns that follow when any design in the run has caches.
+const CSV_TIMED: &str = ",unit,writebacks,time_cycles,translation_share";
+
+/// Checks a CSV report against the JSON report of the same run: one row per TLB structure and,
+/// for a design with caches, one row per cache level after its TLB rows.
 fn check_csv_against_json(csv: &str, v: &Value) {
+    let configs = v["configs"].as_array().unwrap();
+    let timed = configs.iter().any(|c| c.get("caches").is_some());
+    let full_header = if timed { format!("{CSV_HEADER}{CSV_TIMED}") } else { CSV_HEADER.to_string() };
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(CSV_HEADER), "CSV header");
-    let header: Vec<&str> = CSV_HEADER.split(',').collect();
+    assert_eq!(lines.next(), Some(full_header.as_str()), "CSV header");
+    let header: Vec<&str> = full_header.split(',').collect();
     let rows: Vec<BTreeMap<&str, &str>> = lines
         .map(|l| {
             let fields: Vec<&str> = l.split(',').collect();
@@ -224,24 +231,30 @@ fn check_csv_against_json(csv: &str, v: &Value) {
             header.iter().copied().zip(fields).collect()
         })
         .collect();
-    let structures: usize = v["configs"].as_array().unwrap().iter().map(|c| c["tlb"].as_array().unwrap().len()).sum();
-    assert_eq!(rows.len(), structures, "one row per TLB structure");
+    let count = |c: &Value, key: &str| c.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+    let structures: usize = configs.iter().map(|c| count(c, "tlb") + count(c, "caches")).sum();
+    assert_eq!(rows.len(), structures, "one row per TLB structure and cache level");
     let mut i = 0;
-    for c in v["configs"].as_array().unwrap() {
-        for t in c["tlb"].as_array().unwrap() {
+    for c in configs {
+        let caches = c.get("caches").and_then(Value::as_array).cloned().unwrap_or_default();
+        let units = c["tlb"].as_array().unwrap().iter().map(|t| ("tlb", t)).chain(caches.iter().map(|l| ("cache", l)));
+        for (unit, t) in units {
             let r = &rows[i];
             i += 1;
+            let what = format!("{} {unit} {}", st(c, "/name"), st(t, "/name"));
             assert_eq!(r["config"], st(c, "/name"));
             assert_eq!(r["structure"], st(t, "/name"));
-            assert_eq!(r["serves"], st(t, "/serves"));
-            assert_eq!(r["policy"], st(t, "/policy"));
+            assert_eq!(r["serves"], st(t, "/serves"), "{what}");
+            assert_eq!(r["policy"], st(t, "/policy"), "{what}");
             assert_eq!(r["page_table"], st(c, "/page_table/kind"));
-            for (col, ptr) in [("level", "/level"), ("entries", "/entries"), ("ways", "/ways")].into_iter().chain([
+            let entries = if unit == "tlb" { u(t, "/entries") } else { u(t, "/sets") * u(t, "/ways") };
+            assert_eq!(r["entries"], entries.to_string(), "entries of {what}");
+            for (col, ptr) in [("level", "/level"), ("ways", "/ways")].into_iter().chain([
                 ("accesses", "/accesses"),
                 ("hits", "/hits"),
                 ("misses", "/misses"),
             ]) {
-                assert_eq!(r[col], u(t, ptr).to_string(), "{col} of {}/{}", st(c, "/name"), st(t, "/name"));
+                assert_eq!(r[col], u(t, ptr).to_string(), "{col} of {what}");
             }
             for (col, ptr) in [
                 ("page_faults", "/page_faults"),
@@ -259,6 +272,20 @@ fn check_csv_against_json(csv: &str, v: &Value) {
             // The design's own lookups (at its page size), not trace.lookups.
             assert_eq!(r["lookups"], u(c, "/lookups").to_string());
             assert_eq!((r["status"], r["error"]), ("ok", ""));
+            if timed {
+                assert_eq!(r["unit"], unit, "{what}");
+                let writebacks = if unit == "cache" { u(t, "/writebacks").to_string() } else { String::new() };
+                assert_eq!(r["writebacks"], writebacks, "{what}");
+                match c.get("time") {
+                    Some(_) => {
+                        assert_eq!(r["time_cycles"], u(c, "/time/cycles").to_string(), "{what}");
+                        let share: f64 = r["translation_share"].parse().unwrap();
+                        let json = c["time"]["translation_share"].as_f64().unwrap();
+                        assert!((share - json).abs() < 1e-6, "{what}: {share} vs {json}");
+                    }
+                    None => assert_eq!((r["time_cycles"], r["translation_share"]), ("", ""), "{what}"),
+                }
+            }
         }
     }
 }
@@ -275,7 +302,15 @@ fn csv_has_a_header_and_one_row_per_structure() {
     let out = ok(run(&a));
     assert!(out.stdout.is_empty(), "-q prints no table");
     let text = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(text.lines().count(), 1 + 1 + 3 + 4, "header + fa64 (1) + x86-64 (3) + itanium2 (4):\n{text}");
+    assert_eq!(
+        text.lines().count(),
+        1 + 1 + (3 + 4) + (4 + 4),
+        "header + fa64 (1 TLB) + x86-64 (3 TLBs, 4 caches) + itanium2 (4 TLBs, 4 caches):\n{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("fa64,") && l.ends_with(",tlb,,,")),
+        "untimed rows leave time empty:\n{text}"
+    );
     check_csv_against_json(&text, &read_json(&json));
 
     // `--csv -` writes the same CSV on stdout and nothing else.

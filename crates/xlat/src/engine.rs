@@ -307,6 +307,27 @@ impl System {
         self.caches.as_deref()
     }
 
+    /// A reference the OS model makes on the program's behalf (a refill handler's instruction
+    /// fetch or load, a software-TLB probe) at physical address `pa` in unmapped kernel memory:
+    /// it goes through the caches of its kind (data references through the walk route, whose
+    /// levels a walker reads) and its cycles join the translation time. Returns those cycles;
+    /// 0 in a design without caches, memory or time.
+    pub fn kernel_access(&mut self, kind: Kind, pa: u64) -> u64 {
+        let Some(h) = self.caches.as_mut() else {
+            return 0;
+        };
+        let route = if kind.is_data() { Route::Walk } else { Route::Instruction };
+        let mut cycles = 0;
+        if kind != Kind::Store {
+            cycles += h.access(route, false, pa, pa, 0);
+        }
+        if matches!(kind, Kind::Store | Kind::Modify) {
+            cycles += h.access(route, true, pa, pa, 0);
+        }
+        self.walk_cycles += cycles;
+        cycles
+    }
+
     /// The OS model.
     pub fn os(&self) -> &Os {
         &self.os

@@ -399,6 +399,25 @@ fn walks_that_hit_in_the_cache_cost_its_latency() {
     assert_eq!((s.caches[0].accesses, s.caches[0].misses), (3 + 8, 1 + 4));
 }
 
+/// References the OS injects go through the caches at their physical address and count as
+/// translation time.
+#[test]
+fn kernel_references_go_through_the_caches_as_translation_time() {
+    let config = "name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = 4\n[page_table]\nkind = \"radix\"\n\
+                  [[cache]]\nname = \"L1\"\nsize = 4096\nline = 64\nways = 4\nlatency = 2\n\
+                  [memory]\nlatency = 50\n";
+    let mut sys = System::new(&Config::from_toml(config, "t").unwrap()).unwrap();
+    assert_eq!(sys.kernel_access(Kind::Load, 0x9000), 50, "a miss reads memory");
+    assert_eq!(sys.kernel_access(Kind::Load, 0x9008), 2, "the same line now hits");
+    assert_eq!(sys.kernel_access(Kind::Ifetch, 0x9010), 2, "a unified level serves fetches too");
+    let s = sys.stats();
+    assert_eq!(s.time.unwrap().translation, 54);
+    assert_eq!((s.caches[0].accesses, s.caches[0].misses, s.memory.reads), (3, 1, 1));
+    let plain = "name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = 4\n[page_table]\nkind = \"radix\"\n";
+    let mut untimed = System::new(&Config::from_toml(plain, "t").unwrap()).unwrap();
+    assert_eq!(untimed.kernel_access(Kind::Load, 0x9000), 0);
+}
+
 /// A design without caches reports no caches and no time, and counts exactly as before.
 #[test]
 fn designs_without_caches_are_unchanged() {
