@@ -20,8 +20,18 @@ kind = "radix"     # radix | linear | hashed | clustered
 "#;
 
 /// The presets the documentation promises.
-pub const REQUIRED_PRESETS: &[&str] =
-    &["mips-r3000", "itanium2", "pa-8000", "ultrasparc", "x86-64", "decstation-5000-240", "swanson98"];
+pub const REQUIRED_PRESETS: &[&str] = &[
+    "mips-r3000",
+    "itanium2",
+    "itanium2-linux",
+    "itanium2-lvhpt",
+    "itanium2-lvhpt-sharing",
+    "pa-8000",
+    "ultrasparc",
+    "x86-64",
+    "decstation-5000-240",
+    "swanson98",
+];
 
 /// A file of the bundled `data/` directory.
 pub fn data(name: &str) -> PathBuf {
@@ -204,7 +214,10 @@ pub fn check_report(v: &Value) {
         u(c, "/walks/cache_lines");
         assert!(u(c, "/page_faults") <= u(c, "/walks/count"), "{name}: a fault needs a walk");
         let kind = st(c, "/page_table/kind");
-        assert!(["radix", "linear", "hashed", "clustered"].contains(&kind), "{name}: page_table.kind {kind}");
+        assert!(
+            ["radix", "linear", "hashed", "clustered", "vhpt-short", "vhpt-long"].contains(&kind),
+            "{name}: page_table.kind {kind}"
+        );
         u(c, "/page_table/bytes");
         u(c, "/cycles/total");
     }

@@ -172,6 +172,12 @@ pub struct Config {
     /// The timing model (`[time]`).
     #[serde(default)]
     pub time: Option<TimeConfig>,
+    /// Where traced mappings land in the machine's address space (`[layout]`).
+    #[serde(default)]
+    pub layout: crate::os::layout::LayoutConfig,
+    /// Itanium regions and region IDs (`[itanium]`); none: TLB entries tagged by process.
+    #[serde(default)]
+    pub itanium: Option<crate::os::regions::ItaniumConfig>,
 }
 
 /// `[time]`: the in-order timing model (see `docs/caches.md`).
@@ -251,6 +257,9 @@ pub const MAX_FRAMES: u64 = 1 << 32;
 pub const PRESETS: &[(&str, &str)] = &[
     ("mips-r3000", include_str!("../../../configs/mips-r3000.toml")),
     ("itanium2", include_str!("../../../configs/itanium2.toml")),
+    ("itanium2-linux", include_str!("../../../configs/itanium2-linux.toml")),
+    ("itanium2-lvhpt", include_str!("../../../configs/itanium2-lvhpt.toml")),
+    ("itanium2-lvhpt-sharing", include_str!("../../../configs/itanium2-lvhpt-sharing.toml")),
     ("pa-8000", include_str!("../../../configs/pa-8000.toml")),
     ("ultrasparc", include_str!("../../../configs/ultrasparc.toml")),
     ("x86-64", include_str!("../../../configs/x86-64.toml")),
@@ -415,6 +424,61 @@ impl Config {
             if !(t.cpi.is_finite() && t.cpi >= 0.0) {
                 return Err(ParamError::new("time.cpi", format!("must be a finite number >= 0, got {}", t.cpi)));
             }
+        }
+        let pt = &self.page_table;
+        let vhpt = matches!(pt.kind, crate::pt::Kind::VhptShort | crate::pt::Kind::VhptLong);
+        if pt.vhpt_entries != 0 && (!pt.vhpt_entries.is_power_of_two() || pt.vhpt_entries > 1 << 28) {
+            return Err(ParamError::new(
+                "page_table.vhpt_entries",
+                format!("must be 0 (4 x page frames) or a power of two up to 2^28, got {}", pt.vhpt_entries),
+            ));
+        }
+        if !vhpt && (pt.walker != crate::pt::Walker::Hardware || pt.vhpt_entries != 0 || pt.os.is_some()) {
+            let key = if pt.os.is_some() {
+                "page_table.os"
+            } else if pt.vhpt_entries != 0 {
+                "page_table.vhpt_entries"
+            } else {
+                "page_table.walker"
+            };
+            return Err(ParamError::new(
+                key,
+                format!(
+                    "applies to kind = \"vhpt-short\" or \"vhpt-long\", not \"{}\" (use cost.refill)",
+                    pt.kind.name()
+                ),
+            ));
+        }
+        if pt.kind == crate::pt::Kind::VhptLong
+            && pt.vhpt_entries == 0
+            && self.os.memory_bytes / self.page_size > 1 << 26
+        {
+            return Err(ParamError::new(
+                "page_table.vhpt_entries",
+                "4 x the page frames of os.memory_bytes is more than 2^28 entries; give a size",
+            ));
+        }
+        self.layout.validate()?;
+        if let Some(i) = &self.itanium {
+            i.validate()?;
+            if i.shared_region && self.layout.kind != crate::os::layout::LayoutKind::ItaniumLinux {
+                return Err(ParamError::new(
+                    "itanium.shared_region",
+                    "needs layout.kind = \"itanium-linux\" (the shared region is region 1 of that layout)",
+                ));
+            }
+        }
+        if self.layout.kind == crate::os::layout::LayoutKind::Compact32
+            && self.page_table.va_bits < 64
+            && (1u64 << self.page_table.va_bits) < self.layout.size
+        {
+            return Err(ParamError::new(
+                "layout.size",
+                format!(
+                    "{} bytes do not fit the {}-bit virtual address space of the page table (page_table.va_bits)",
+                    self.layout.size, self.page_table.va_bits
+                ),
+            ));
         }
         Ok(())
     }

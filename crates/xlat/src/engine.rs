@@ -10,8 +10,11 @@ use crate::addr::{Asid, PageSize, Vpn};
 use crate::cache::{Hierarchy, Route};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
+use crate::os::layout::{Layout, LayoutFull};
+use crate::os::regions::Regions;
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
-use crate::pt::{PageTable, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
+use crate::pt::vhpt::{LongVhpt, VhptStats};
+use crate::pt::{Kind as PtKind, PageTable, ParamError, PtSize, Pte, WalkEnv, WalkRecord, Walker};
 use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
@@ -95,6 +98,24 @@ pub struct System {
     /// level-1 cache (the page size without one), and that level's hit latency.
     line_shift: [u32; 2],
     l1_latency: [u64; 2],
+    /// Where traced mappings land (`[layout]`); `None`: the trace's own addresses.
+    layout: Option<Box<Layout>>,
+    /// Itanium regions (`[itanium]`); `None`: one address space per process.
+    regions: Option<Box<Regions>>,
+    /// The address space (TLB tag, page-table key) of each virtual region of the running
+    /// process, by the top three address bits: all the process's ASID without regions.
+    tags: [u32; 8],
+    /// VPN shift that leaves the region number (61 - page shift).
+    vrn_shift: u32,
+    /// Scratch: laid-out ranges a map or unmap removed.
+    unmapped: Vec<(u64, u64)>,
+    /// The long-format VHPT in front of the OS table (`vhpt-long`).
+    vhpt: Option<Box<LongVhpt>>,
+    /// VHPT designs: the hardware walker is enabled.
+    hw_walker: bool,
+    /// Short VHPT with the hardware walker: walks that took a VHPT translation fault (a nested
+    /// miss the walker hands to software).
+    vhpt_faults: u64,
 }
 
 /// Why one design of a run stopped before the end of the trace, and where.
@@ -122,6 +143,22 @@ pub enum SimError {
 /// Why one design cannot go on with a trace (the others may).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DesignError {
+    /// No region ID is left for a new process.
+    #[error("config '{config}': {error}")]
+    Rids {
+        /// Which system.
+        config: String,
+        /// Details.
+        error: crate::os::regions::RidsExhausted,
+    },
+    /// The layout has no room for a mapping.
+    #[error("config '{config}': {error}")]
+    Layout {
+        /// Which system.
+        config: String,
+        /// Details.
+        error: LayoutFull,
+    },
     /// An address beyond the virtual address space the page table translates.
     #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table (page_table.va_bits)")]
     AddressRange {
@@ -234,7 +271,29 @@ impl System {
             None
         };
         let n = structures.len();
+        let layout =
+            Layout::new(&config.layout, config.itanium.as_ref().is_some_and(|i| i.shared_region)).map(Box::new);
+        let mut regions = config.itanium.as_ref().map(|i| Box::new(Regions::new(i)));
+        let tags = match &mut regions {
+            Some(r) => r.spaces(0, None, &mut false).map_err(|e| ParamError::new("itanium.rid_bits", e.to_string()))?,
+            None => [0; 8],
+        };
+        let vhpt = (config.page_table.kind == PtKind::VhptLong).then(|| {
+            let n = match config.page_table.vhpt_entries {
+                0 => (4 * frames).max(1).next_power_of_two(),
+                n => n,
+            };
+            Box::new(LongVhpt::new(n, config.page_table.hash))
+        });
         Ok(System {
+            vhpt,
+            hw_walker: config.page_table.walker == Walker::Hardware,
+            vhpt_faults: 0,
+            layout,
+            regions,
+            tags,
+            vrn_shift: 61 - page_size.shift().min(61),
+            unmapped: Vec::new(),
             config: config.clone(),
             page_size,
             structures,
@@ -377,10 +436,21 @@ impl System {
             Some(cache) => w.cache_hits * cache.hit_cycles + w.cache_misses * cache.miss_cycles,
             None => w.memory_refs * cost.memory_cycles,
         };
-        c.refill_overhead = match self.refill {
-            Refill::Hardware => w.count * cost.walker_cycles,
-            Refill::Software => (w.count + w.nested_misses) * cost.trap_cycles,
-        };
+        c.refill_overhead = match (self.config.page_table.kind, self.refill) {
+            // VHPT designs: the walker (if enabled) runs on every miss; what it cannot find
+            // (a long-VHPT miss, a short-VHPT translation fault) traps to software.
+            (PtKind::VhptShort | PtKind::VhptLong, _) if self.hw_walker => {
+                let traps = match &self.vhpt {
+                    Some(v) => v.stats().misses,
+                    None => self.vhpt_faults,
+                };
+                w.count * cost.walker_cycles + traps * cost.trap_cycles
+            }
+            (PtKind::VhptShort | PtKind::VhptLong, _) => (w.count + w.nested_misses) * cost.trap_cycles,
+            (_, Refill::Hardware) => w.count * cost.walker_cycles,
+            (_, Refill::Software) => (w.count + w.nested_misses) * cost.trap_cycles,
+        } + self.regions.as_ref().map_or(0, |r| r.stats().purges)
+            * self.config.itanium.as_ref().map_or(0, |i| i.purge_cycles);
         c.page_fault = s.page_faults * cost.page_fault_cycles;
         s.os = self.os.stats();
         if let Some(h) = &self.caches {
@@ -417,7 +487,16 @@ impl System {
     /// allocates. Reserved partitions (page-table translations) are not checked.
     pub fn check_translations(&self) -> Result<(), String> {
         for s in self.structures.iter().filter(|s| s.serves.is_some()) {
+            // A linear table's own pages, when they compete in a main structure, are not the
+            // program's translations.
+            let table_pages = match &self.pt {
+                PageTable::Linear(l) if l.lpt_base().0 != 0 => l.lpt_base().0 >> self.page_size.shift(),
+                _ => u64::MAX,
+            };
             for (asid, vpn, pfn) in s.tlb.translations() {
+                if vpn.0 >= table_pages {
+                    continue;
+                }
                 let space = if asid == crate::tlb::GLOBAL { GLOBAL_SPACE } else { Asid(asid) };
                 let pt = self.pt.get(space, vpn);
                 if pt.map(|p| p.pfn) != Some(pfn) {
@@ -447,8 +526,14 @@ impl System {
     fn process_until(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
         for (i, r) in records.iter().enumerate() {
             match *r {
-                Record::Access { kind, size, addr } => self.access(kind, size, addr).map_err(|e| (i, e))?,
-                ref other => self.event(other),
+                Record::Access { kind, size, addr } => {
+                    let addr = match self.layout.as_deref_mut() {
+                        None => addr,
+                        Some(l) => l.place(kind.is_data(), addr).map_err(|e| (i, self.layout_error(e)))?,
+                    };
+                    self.access(kind, size, addr).map_err(|e| (i, e))?
+                }
+                ref other => self.event(other).map_err(|e| (i, e))?,
             }
         }
         Ok(())
@@ -552,7 +637,8 @@ impl System {
     #[inline(always)]
     fn translate(&mut self, is_data: bool, vpn: Vpn) -> Result<u64, DesignError> {
         let l1 = if is_data { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
-        if let Some(data) = self.structures[l1].tlb.lookup(self.asid, vpn) {
+        let tag = self.tag(vpn);
+        if let Some(data) = self.structures[l1].tlb.lookup(tag, vpn) {
             return Ok(frame_of(data, vpn, self.page_size).0);
         }
         self.beyond_l1(is_data, vpn)
@@ -566,7 +652,8 @@ impl System {
         for k in 1..path.len as usize {
             let t = path.levels[k] as usize;
             self.stats.tlb[t].accesses += 1;
-            if let Some(data) = self.structures[t].tlb.lookup(self.asid, vpn) {
+            let tag = self.tag(vpn);
+            if let Some(data) = self.structures[t].tlb.lookup(tag, vpn) {
                 let pte = pte_of(data, vpn, self.page_size);
                 self.fill(&path.levels[..k], vpn, pte);
                 return Ok(pte.pfn.0);
@@ -579,7 +666,7 @@ impl System {
     /// Installs the translation of `vpn` from its mapping in each of `levels` (all of which
     /// missed); each structure makes the entry its format allows.
     fn fill(&mut self, levels: &[u8], vpn: Vpn, pte: Pte) {
-        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
+        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.tag(vpn).0 };
         for &t in levels {
             let t = t as usize;
             let f = self.structures[t].tlb.fill(tag, vpn, pte);
@@ -593,7 +680,7 @@ impl System {
     /// structure takes its own (aligned, possibly smaller) block out of it; the others take only
     /// the missing page, as after an ordinary walk.
     fn fill_block(&mut self, levels: &[u8], vpn: Vpn, block: &[Option<Pte>]) {
-        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.asid.0 };
+        let tag = if self.is_global(vpn) { crate::tlb::GLOBAL } else { self.tag(vpn).0 };
         let first = vpn.0 & !(block.len() as u64 - 1);
         for &t in levels {
             let t = t as usize;
@@ -639,9 +726,11 @@ impl System {
                 PtOp::Map(asid, vpn, pte) => {
                     self.pt.map(asid, vpn, pte);
                     mapped = true;
+                    self.vhpt_invalidate(asid, vpn);
                 }
                 PtOp::Unmap(asid, vpn) => {
                     self.pt.unmap(asid, vpn);
+                    self.vhpt_invalidate(asid, vpn);
                 }
             }
         }
@@ -676,14 +765,94 @@ impl System {
         !self.global.is_empty() && self.global.iter().any(|&(lo, hi)| lo <= vpn.0 && vpn.0 <= hi)
     }
 
-    /// The address space a page belongs to: its process's, or the shared one of global pages.
+    /// The address space a page belongs to: its process's (or, with regions, its region's), or
+    /// the shared one of global pages.
     #[inline(always)]
     fn space_of(&self, vpn: Vpn) -> Asid {
         if self.is_global(vpn) {
             GLOBAL_SPACE
         } else {
-            self.asid
+            self.tag(vpn)
         }
+    }
+
+    /// The TLB tag of a page of the running process: its ASID, or its region's space.
+    #[inline(always)]
+    fn tag(&self, vpn: Vpn) -> Asid {
+        Asid(self.tags[((vpn.0 >> self.vrn_shift) & 7) as usize])
+    }
+
+    fn layout_error(&self, error: LayoutFull) -> DesignError {
+        DesignError::Layout { config: self.config.name.clone(), error }
+    }
+
+    /// The OS changed the mapping of `vpn` in `space`: the long VHPT's copy goes.
+    #[inline]
+    fn vhpt_invalidate(&mut self, space: Asid, vpn: Vpn) {
+        if let Some(v) = &mut self.vhpt {
+            let rid = match &self.regions {
+                Some(r) if space != GLOBAL_SPACE => r.rid_of(space.0),
+                _ => space.0,
+            };
+            v.invalidate(rid, vpn.0);
+        }
+    }
+
+    /// The long VHPT's counters, for `vhpt-long` designs; for `vhpt-short` designs with the
+    /// hardware walker, its probes are the walks and its misses the translation faults.
+    pub fn vhpt_stats(&self) -> Option<VhptStats> {
+        match (&self.vhpt, self.config.page_table.kind) {
+            (Some(v), _) => Some(v.stats()),
+            (None, PtKind::VhptShort) => {
+                let lookups = if self.hw_walker { self.stats.walks.count } else { 0 };
+                let misses = if self.hw_walker { self.vhpt_faults } else { 0 };
+                Some(VhptStats { lookups, hits: lookups - misses, misses, ..VhptStats::default() })
+            }
+            _ => None,
+        }
+    }
+
+    /// Bytes of the long VHPT.
+    pub fn vhpt_bytes(&self) -> Option<u64> {
+        self.vhpt.as_ref().map(|v| v.bytes())
+    }
+
+    /// The RID allocator's counters, for designs with `[itanium]`.
+    pub fn rid_stats(&self) -> Option<crate::os::regions::RidStats> {
+        self.regions.as_ref().map(|r| r.stats())
+    }
+
+    /// The layout's counters, for designs with a layout other than `identity`.
+    pub fn layout_stats(&self) -> Option<crate::os::layout::LayoutStats> {
+        self.layout.as_ref().map(|l| l.stats())
+    }
+
+    /// Flushes every non-global TLB entry and the long VHPT (a RID purge).
+    fn purge_rids(&mut self) {
+        if let Some(v) = &mut self.vhpt {
+            v.purge();
+        }
+        for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+            st.invalidations += s.tlb.flush_non_global();
+        }
+    }
+
+    /// Sets the region spaces of the running process (creating it, as `parent`'s fork child or
+    /// a new program, on first sight).
+    fn load_tags(&mut self) -> Result<(), DesignError> {
+        let asid = self.asid.0;
+        self.tags = match &mut self.regions {
+            None => [asid; 8],
+            Some(r) => {
+                let mut purged = false;
+                let t = r.spaces(asid, None, &mut purged);
+                if purged {
+                    self.purge_rids();
+                }
+                t.map_err(|error| DesignError::Rids { config: self.config.name.clone(), error })?
+            }
+        };
+        Ok(())
     }
 
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
@@ -710,12 +879,29 @@ impl System {
         let lines_before = self.rec.cache_lines;
         let prefetch = self.prefetch[path_is_data(path, &self.dpath) as usize];
         let mut block = std::mem::take(&mut self.block);
+        let nested_before = self.rec.nested_misses;
+        let mut vhpt_miss = None;
         let walked = if prefetch > 0 {
             self.stats.walks.block_walks += 1;
             self.pt.walk_block(asid, vpn, &mut env, &mut self.rec, &mut block[..prefetch])
+        } else if let (Some(v), true) = (&mut self.vhpt, self.hw_walker) {
+            // The walker probes the long VHPT; a miss traps to software, which walks the OS
+            // table and inserts what it finds.
+            let rid = match &self.regions {
+                Some(r) if asid != GLOBAL_SPACE => r.rid_of(asid.0),
+                _ => asid.0,
+            };
+            match v.probe(rid, vpn.0, &mut self.rec) {
+                Some(pte) => Some(pte),
+                None => {
+                    vhpt_miss = Some(rid);
+                    self.pt.walk(asid, vpn, &mut env, &mut self.rec)
+                }
+            }
         } else {
             self.pt.walk(asid, vpn, &mut env, &mut self.rec)
         };
+        self.vhpt_faults += (self.rec.nested_misses > nested_before) as u64;
         self.stats.walks.count += 1;
         let pte = match walked {
             Some(pte) => {
@@ -743,6 +929,9 @@ impl System {
                 self.pt.get(asid, vpn).expect("the OS maps a faulting page")
             }
         };
+        if let (Some(rid), Some(v)) = (vhpt_miss, &mut self.vhpt) {
+            v.insert(rid, vpn.0, pte);
+        }
         if let Some(h) = &mut self.caches {
             // The walk's references read page-table entries through the data caches.
             let rec = &self.rec;
@@ -775,9 +964,13 @@ impl System {
         Ok(pte.pfn.0)
     }
 
-    fn switch_to(&mut self, asid: u32) {
+    fn switch_to(&mut self, asid: u32) -> Result<(), DesignError> {
         if asid != self.asid.0 {
             self.asid = Asid(asid);
+            if let Some(l) = &mut self.layout {
+                l.switch_to(asid);
+            }
+            self.load_tags()?;
             if self.asid_mode == AsidMode::Flush {
                 self.stats.events.flushes += 1;
                 for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
@@ -785,9 +978,10 @@ impl System {
                 }
             }
         }
+        Ok(())
     }
 
-    fn event(&mut self, r: &Record) {
+    fn event(&mut self, r: &Record) -> Result<(), DesignError> {
         let e = &mut self.stats.events;
         match *r {
             Record::Process { asid } => return self.switch_to(asid),
@@ -799,36 +993,125 @@ impl System {
         }
         match *r {
             Record::Access { .. } | Record::Process { .. } | Record::ContextSwitch { .. } => {}
-            Record::Map { .. } => self.stats.events.maps += 1,
+            Record::Map { start, len, flags } => {
+                self.stats.events.maps += 1;
+                if let Some(l) = &mut self.layout {
+                    // Placing a mapping over an old one unmaps the old one's pages.
+                    let mut un = std::mem::take(&mut self.unmapped);
+                    un.clear();
+                    let r = l.map(start, len, flags, &mut un);
+                    for &(lo, n) in &un {
+                        self.unmap_laid_out(lo, n);
+                    }
+                    self.unmapped = un;
+                    r.map_err(|e| self.layout_error(e))?;
+                }
+            }
             Record::Unmap { start, len } => {
                 self.stats.events.unmaps += 1;
-                if len > 0 {
-                    let shift = self.page_size.shift();
-                    let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
-                    // Unmapping inside a global region unmaps the shared pages for everyone.
-                    let space = if self.is_global(first) { GLOBAL_SPACE } else { self.asid };
-                    self.unmap_range(space, first, last);
+                match &mut self.layout {
+                    None => self.unmap_laid_out(start, len),
+                    Some(l) => {
+                        let mut un = std::mem::take(&mut self.unmapped);
+                        un.clear();
+                        l.unmap(start, len, &mut un);
+                        for &(lo, n) in &un {
+                            self.unmap_laid_out(lo, n);
+                        }
+                        self.unmapped = un;
+                    }
                 }
             }
             Record::Fork { child } => {
                 self.stats.events.forks += 1;
+                if let Some(l) = &mut self.layout {
+                    l.fork(child);
+                }
                 let mut ops = std::mem::take(&mut self.ops);
                 ops.clear();
-                self.os.fork_ops(self.asid, Asid(child), &mut ops);
+                let parent = self.asid.0;
+                let child_spaces = self.regions.as_mut().map(|r| {
+                    let mut purged = false;
+                    let theirs = r.spaces(child, Some(parent), &mut purged);
+                    (theirs, purged)
+                });
+                match child_spaces {
+                    None => self.os.fork_ops(self.asid, Asid(child), &mut ops),
+                    Some((theirs, purged)) => {
+                        if purged {
+                            self.purge_rids();
+                        }
+                        let theirs = match theirs {
+                            Ok(t) => t,
+                            Err(error) => {
+                                self.ops = ops;
+                                return Err(DesignError::Rids { config: self.config.name.clone(), error });
+                            }
+                        };
+                        // A purge may have renamed the parent's RIDs, never its spaces.
+                        let mine = self.tags;
+                        let r = self.regions.as_ref().expect("regions");
+                        for vrn in 0..8 {
+                            if r.is_private(child, vrn) {
+                                self.os.fork_ops(Asid(mine[vrn]), Asid(theirs[vrn]), &mut ops);
+                            }
+                        }
+                    }
+                }
                 self.apply(&ops, &[]);
                 self.ops = ops;
             }
             Record::Exit { asid } => {
                 self.stats.events.exits += 1;
-                self.unmap_range(Asid(asid), Vpn(0), Vpn(u64::MAX));
-                self.pt.remove_asid(Asid(asid));
-                for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
-                    st.invalidations += s.tlb.flush_asid(Asid(asid));
+                if let Some(l) = &mut self.layout {
+                    l.exit(asid);
+                }
+                let spaces = match &mut self.regions {
+                    None => vec![asid],
+                    Some(r) => r.exit(asid),
+                };
+                for space in spaces {
+                    self.unmap_range(Asid(space), Vpn(0), Vpn(u64::MAX));
+                    self.pt.remove_asid(Asid(space));
+                    for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
+                        st.invalidations += s.tlb.flush_asid(Asid(space));
+                    }
                 }
             }
             Record::Ipc { .. } => self.stats.events.ipcs += 1,
             Record::Marker { .. } => self.stats.events.markers += 1,
             Record::Thread { .. } => self.stats.events.threads += 1,
+        }
+        Ok(())
+    }
+
+    /// The running process unmaps laid-out bytes `[start, start + len)`. Pages of a region shared
+    /// with other processes (a program's text, the global shared region) stay mapped for them.
+    fn unmap_laid_out(&mut self, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let shift = self.page_size.shift();
+        let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
+        // Unmapping inside a global region unmaps the shared pages for everyone.
+        if self.is_global(first) {
+            return self.unmap_range(GLOBAL_SPACE, first, last);
+        }
+        // A range lies in one region (a layout never places a mapping across two); split it if
+        // not (identity layouts of odd traces).
+        let mut lo = first.0;
+        while lo <= last.0 {
+            let vrn = ((lo >> self.vrn_shift) & 7) as usize;
+            let region_end = if self.vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << self.vrn_shift) - 1 };
+            let hi = last.0.min(region_end);
+            let private = self.regions.as_ref().map_or(true, |r| r.is_private(self.asid.0, vrn));
+            if private {
+                self.unmap_range(Asid(self.tags[vrn]), Vpn(lo), Vpn(hi));
+            }
+            if hi == u64::MAX || hi == last.0 {
+                break;
+            }
+            lo = hi + 1;
         }
     }
 

@@ -129,7 +129,7 @@ fn system_json(s: &System) -> Value {
             "lines_per_walk": ratio(w.cache_lines, w.count),
         },
         "page_table": {
-            "kind": s.page_table().kind().name(),
+            "kind": cfg.page_table.kind.name(),
             "superpage_store": cfg.page_table.store().name(),
             "bytes": peak.table_bytes,
             "bytes_end": end.table_bytes,
@@ -149,6 +149,43 @@ fn system_json(s: &System) -> Value {
         "events": st.events,
         "os": st.os,
     });
+    if cfg.page_table.kind == crate::pt::Kind::VhptLong {
+        doc["page_table"]["os_kind"] = json!(s.page_table().kind().name());
+    }
+    if let Some(v) = s.vhpt_stats() {
+        doc["vhpt"] = json!({
+            "format": if cfg.page_table.kind == crate::pt::Kind::VhptLong { "long" } else { "short" },
+            "walker": cfg.page_table.walker.name(),
+            "entries": s.vhpt_bytes().map(|b| b / crate::pt::vhpt::ENTRY_BYTES),
+            "bytes": s.vhpt_bytes(),
+            "lookups": v.lookups,
+            "hits": v.hits,
+            "misses": v.misses,
+            "collisions": v.collisions,
+            "invalidations": v.invalidations,
+            "purges": v.purges,
+        });
+    }
+    if let (Some(r), Some(i)) = (s.rid_stats(), &cfg.itanium) {
+        doc["rids"] = json!({
+            "bits": i.rid_bits,
+            "alloc": i.rid_alloc.name(),
+            "share_text": i.share_text,
+            "shared_region": i.shared_region,
+            "allocated": r.allocated,
+            "purges": r.purges,
+        });
+        // Protection keys are not modelled yet: no checks are made.
+        doc["keys"] = json!({ "enabled": i.protection_keys, "checks": 0, "misses": 0 });
+    }
+    if let Some(l) = s.layout_stats() {
+        doc["layout"] = json!({
+            "kind": cfg.layout.kind.name(),
+            "mappings": l.mappings,
+            "implicit": l.implicit,
+            "shared_objects": l.shared_objects,
+        });
+    }
     if let (Some(h), Some(t)) = (s.caches(), st.time) {
         let caches: Vec<Value> = h
             .levels()
@@ -282,9 +319,18 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         format!("{:.2}", ratio(w.cache_lines, w.count))
     });
     row("  nested misses", &|s| s.stats().walks.nested_misses.to_string());
-    row("page table", &|s| s.page_table().kind().name().to_string());
+    row("page table", &|s| s.config().page_table.kind.name().to_string());
     row("  bytes at peak", &|s| s.page_table_peak().table_bytes.to_string());
     row("  bytes at end", &|s| s.page_table().size().table_bytes.to_string());
+    if systems.iter().any(|s| s.vhpt_stats().is_some()) {
+        row("vhpt lookups", &|s| s.vhpt_stats().map(|v| v.lookups.to_string()).unwrap_or_default());
+        row("  misses", &|s| s.vhpt_stats().map(|v| v.misses.to_string()).unwrap_or_default());
+        row("  collisions", &|s| s.vhpt_stats().map(|v| v.collisions.to_string()).unwrap_or_default());
+    }
+    if systems.iter().any(|s| s.rid_stats().is_some()) {
+        row("rids allocated", &|s| s.rid_stats().map(|r| r.allocated.to_string()).unwrap_or_default());
+        row("  purges", &|s| s.rid_stats().map(|r| r.purges.to_string()).unwrap_or_default());
+    }
     row("cycles", &|s| s.stats().cycles.total().to_string());
     row("  per lookup", &|s| {
         let st = s.stats();
@@ -427,7 +473,7 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
             st.walks.memory_refs,
             st.walks.cache_lines,
             st.walks.nested_misses,
-            s.page_table().kind().name(),
+            s.config().page_table.kind.name(),
             s.page_table_peak().table_bytes,
             s.page_table().size().table_bytes,
             st.cycles.total(),

@@ -17,6 +17,8 @@
 //! page table must do as [`PtOp`]s and which TLB ranges to shoot down.
 
 mod frames;
+pub mod layout;
+pub mod regions;
 
 pub use frames::{AllocatorKind, FrameAllocator};
 

@@ -13,6 +13,7 @@ pub mod clustered;
 pub mod hashed;
 pub mod linear;
 pub mod radix;
+pub mod vhpt;
 
 mod chain;
 mod common;
@@ -85,6 +86,15 @@ pub enum Kind {
     Hashed,
     /// Clustered hashed table: one PTE maps a page block of `subblock_factor` base pages.
     Clustered,
+    /// Itanium short-format VHPT: the leaf level of the OS's forward-mapped table seen by the
+    /// hardware walker as a linear virtual array of 8-byte PTEs per region (a linear table
+    /// whose page-table pages need TLB entries; chapman03 §2.3.1, §3.1).
+    #[serde(rename = "vhpt-short")]
+    VhptShort,
+    /// Itanium long-format VHPT: a hashed table of 32-byte entries in front of the OS table
+    /// `[page_table.os]`, used as a cache of it (chapman03 §3.1; [`vhpt`]).
+    #[serde(rename = "vhpt-long")]
+    VhptLong,
 }
 
 impl Kind {
@@ -95,6 +105,8 @@ impl Kind {
             Kind::Linear => "linear",
             Kind::Hashed => "hashed",
             Kind::Clustered => "clustered",
+            Kind::VhptShort => "vhpt-short",
+            Kind::VhptLong => "vhpt-long",
         }
     }
 }
@@ -179,13 +191,53 @@ pub struct PageTableConfig {
     /// Hashed tables with `superpage-index`: the page size in bytes whose VPN is hashed (default:
     /// `subblock_factor` base pages, 64 KB with 4 KB pages).
     pub index_page: Option<u64>,
+    /// VHPT kinds: `hardware` (the walker reads the VHPT; misses in it trap to software) or
+    /// `software` (walker disabled: every TLB miss traps to the software refill handler).
+    pub walker: Walker,
+    /// `vhpt-long`: entries (a power of two); 0 = 4 x the page frames of `os.memory_bytes`
+    /// (gray05 §3.4), rounded up to a power of two.
+    pub vhpt_entries: u64,
+    /// `vhpt-long`: the OS page table proper (any other kind); default a radix table over the
+    /// same `va_bits`.
+    pub os: Option<Box<PageTableConfig>>,
+}
+
+/// Who refills the TLB in a VHPT design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Walker {
+    /// The hardware walker (Itanium's VHPT walker).
+    #[default]
+    Hardware,
+    /// Software refill only (walker disabled).
+    Software,
+}
+
+impl Walker {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Walker::Hardware => "hardware",
+            Walker::Software => "software",
+        }
+    }
 }
 
 impl PageTableConfig {
+    /// The OS table of a `vhpt-long` design.
+    pub fn os_table(&self) -> PageTableConfig {
+        match &self.os {
+            Some(o) => (**o).clone(),
+            None => {
+                PageTableConfig { va_bits: self.va_bits, line_bytes: self.line_bytes, ..PageTableConfig::default() }
+            }
+        }
+    }
+
     /// The superpage store in effect for this kind.
     pub fn store(&self) -> SuperpageStore {
         self.superpage_store.unwrap_or(match self.kind {
-            Kind::Radix | Kind::Linear => SuperpageStore::Replicate,
+            Kind::Radix | Kind::Linear | Kind::VhptShort | Kind::VhptLong => SuperpageStore::Replicate,
             Kind::Hashed => SuperpageStore::Multiple,
             Kind::Clustered => SuperpageStore::Native,
         })
@@ -219,6 +271,9 @@ impl Default for PageTableConfig {
             superpage_store: None,
             search_order: Vec::new(),
             index_page: None,
+            walker: Walker::Hardware,
+            vhpt_entries: 0,
+            os: None,
         }
     }
 }
@@ -393,7 +448,19 @@ impl PageTable {
     pub fn new(cfg: &PageTableConfig, page_size: PageSize) -> Result<PageTable, ParamError> {
         Ok(match cfg.kind {
             Kind::Radix => PageTable::Radix(radix::RadixTable::new(cfg, page_size)?),
-            Kind::Linear => PageTable::Linear(linear::LinearTable::new(cfg, page_size)?),
+            Kind::Linear | Kind::VhptShort => PageTable::Linear(linear::LinearTable::new(cfg, page_size)?),
+            Kind::VhptLong => {
+                let os = cfg.os_table();
+                if matches!(os.kind, Kind::VhptShort | Kind::VhptLong) {
+                    return Err(ParamError::new(
+                        "page_table.os.kind",
+                        "the OS table behind a long VHPT is radix, linear, hashed or clustered",
+                    ));
+                }
+                PageTable::new(&os, page_size).map_err(|e| {
+                    ParamError::new(format!("page_table.os.{}", e.key.trim_start_matches("page_table.")), e.message)
+                })?
+            }
             Kind::Hashed => PageTable::Hashed(hashed::HashedTable::new(cfg, page_size)?),
             Kind::Clustered => PageTable::Clustered(clustered::ClusteredTable::new(cfg, page_size)?),
         })

@@ -131,6 +131,14 @@ pub mod map_flags {
     pub const EXEC: u32 = 4;
     /// Shared mapping (file or shared memory) rather than private.
     pub const SHARED: u32 = 8;
+    /// Heap growth (`brk`).
+    pub const HEAP: u32 = 16;
+    /// The process stack.
+    pub const STACK: u32 = 32;
+    /// A file-backed mapping.
+    pub const FILE: u32 = 64;
+    /// A mapping the program image had when it started (executable, interpreter, stack).
+    pub const IMAGE: u32 = 128;
 }
 
 /// Counts a reader keeps about what it read and what it had to skip.

@@ -1,0 +1,538 @@
+//! Address-space layouts: where each traced mapping lands in the simulated machine's address
+//! space (`[layout]`, docs/layout.md).
+//!
+//! Traced programs use one flat 47-bit x86-64 space; the machines xlat models do not: Itanium
+//! splits its 64-bit space into eight regions by the top three address bits (chapman03 §2.2), and
+//! the MIPS R3000 has a 2 GB user space (kuseg). A layout places every mapping once, when it is
+//! mapped (a `Map` record, or the first reference to an address no mapping covers), as a range
+//! with an offset (`delta`); a reference then costs one range check against the last range used
+//! by its kind (instruction or data), and a binary search when it leaves that range.
+//!
+//! - `identity`: the trace's addresses, unchanged (no layout object at all: zero cost).
+//! - `itanium-linux`: Linux/ia64's regions (chapman03 §3.2, §3.3): mmap'd memory (libraries,
+//!   files, anonymous mmaps) in region 1, the program's text in region 2, its data, heap and stack
+//!   in region 3; with a shared region (`[itanium] shared_region`), shareable mappings go to one
+//!   global single-address-space area of region 1 (one address per object, filled from the bottom,
+//!   never freed) and the other mmaps to region 4. A mapping keeps its x86-64 offset inside its
+//!   region (the region number is put above it).
+//! - `compact32`: packs each process's mappings first-fit into `size` bytes (default 2 GB),
+//!   keeping each address's offset modulo `align` (default 64 KB), so 32-bit machines run 64-bit
+//!   traces; a trace that needs more than that fails the design with a one-line error.
+//!
+//! An address that no mapping covers (traces without map records, or memory the program had
+//! before its first traced system call) gets an implicit mapping: `itanium-linux` puts
+//! instruction fetches in region 2 and data in region 3; `compact32` places the aligned
+//! `chunk`-byte block around it (default 1 MB) like a mapping.
+
+use crate::pt::ParamError;
+use crate::trace::map_flags;
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// `[layout] kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayoutKind {
+    /// The trace's addresses unchanged.
+    #[default]
+    Identity,
+    /// Linux/ia64's regions.
+    ItaniumLinux,
+    /// Every process's mappings packed into a 32-bit space.
+    Compact32,
+}
+
+impl LayoutKind {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Identity => "identity",
+            LayoutKind::ItaniumLinux => "itanium-linux",
+            LayoutKind::Compact32 => "compact32",
+        }
+    }
+}
+
+/// `[layout]` section of a config.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LayoutConfig {
+    /// Which layout.
+    pub kind: LayoutKind,
+    /// `compact32`: bytes of the user address space (default 2 GiB, the R3000's kuseg).
+    pub size: u64,
+    /// `compact32`: placement keeps each address's offset modulo this (power of two, default
+    /// 64 KiB: the largest page a 32-bit design here uses).
+    pub align: u64,
+    /// `compact32`: bytes of the implicit mapping around an address no mapping covers (power of
+    /// two, at least `align`; default 1 MiB).
+    pub chunk: u64,
+    /// `compact32`: lowest address used (default 64 KiB: page 0 stays unmapped).
+    pub base: u64,
+}
+
+impl Default for LayoutConfig {
+    fn default() -> Self {
+        LayoutConfig { kind: LayoutKind::Identity, size: 2 << 30, align: 64 << 10, chunk: 1 << 20, base: 64 << 10 }
+    }
+}
+
+impl LayoutConfig {
+    /// Checks the parameters; errors name the key.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.kind != LayoutKind::Compact32 {
+            return Ok(());
+        }
+        if !self.align.is_power_of_two() || self.align < 4096 {
+            return Err(ParamError::new("layout.align", format!("{} is not a power of two >= 4096", self.align)));
+        }
+        if !self.chunk.is_power_of_two() || self.chunk < self.align {
+            return Err(ParamError::new(
+                "layout.chunk",
+                format!("{} is not a power of two >= layout.align ({})", self.chunk, self.align),
+            ));
+        }
+        if self.size > 1 << 32 || self.base >= self.size || self.size - self.base < self.chunk {
+            return Err(ParamError::new(
+                "layout.size",
+                format!(
+                    "{} cannot hold a {}-byte chunk above layout.base {} within 4 GiB",
+                    self.size, self.chunk, self.base
+                ),
+            ));
+        }
+        if self.base % self.align != 0 {
+            return Err(ParamError::new("layout.base", format!("{} is not a multiple of layout.align", self.base)));
+        }
+        Ok(())
+    }
+}
+
+/// Itanium region numbers Linux uses for user memory (chapman03 §3.2, §3.3).
+pub mod region {
+    /// mmap'd memory; with a shared region, the global single-address-space area.
+    pub const MMAP: u64 = 1;
+    /// Program text.
+    pub const TEXT: u64 = 2;
+    /// Data, heap, stack.
+    pub const DATA: u64 = 3;
+    /// Private mmaps when region 1 is the shared region.
+    pub const PRIVATE: u64 = 4;
+}
+
+/// A placed range: trace addresses `[start, end)` go to `addr + delta` (wrapping).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Range {
+    start: u64,
+    end: u64,
+    delta: u64,
+}
+
+impl Range {
+    const EMPTY: Range = Range { start: 0, end: 0, delta: 0 };
+
+    #[inline(always)]
+    fn contains(&self, addr: u64) -> bool {
+        addr.wrapping_sub(self.start) < self.end.wrapping_sub(self.start)
+    }
+}
+
+/// One process's placement.
+#[derive(Clone, Debug, Default)]
+struct Space {
+    /// Placed ranges, sorted by `start`, disjoint.
+    ranges: Vec<Range>,
+    /// `compact32`: laid-out ranges in use `[lo, hi)`, sorted.
+    used: Vec<(u64, u64)>,
+}
+
+/// A mapping could not be placed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("layout {kind}: no room for {len} bytes at {addr:#x} of process {asid} in the {size}-byte address space (layout.size)")]
+pub struct LayoutFull {
+    /// Layout name.
+    pub kind: &'static str,
+    /// Process.
+    pub asid: u32,
+    /// Trace address of the mapping.
+    pub addr: u64,
+    /// Its length.
+    pub len: u64,
+    /// The space's size.
+    pub size: u64,
+}
+
+/// Counters of a layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayoutStats {
+    /// Mappings placed from `Map` records.
+    pub mappings: u64,
+    /// Implicit mappings (addresses no mapping covered).
+    pub implicit: u64,
+    /// Objects given an address in the shared region.
+    pub shared_objects: u64,
+}
+
+/// The placement of every process's mappings (not used for `identity`).
+#[derive(Clone, Debug)]
+pub struct Layout {
+    cfg: LayoutConfig,
+    shared_region: bool,
+    spaces: HashMap<u32, Space>,
+    /// The current process and its space (taken out of `spaces` while current).
+    asid: u32,
+    cur: Space,
+    /// Last range used by [instruction fetches, data].
+    last: [Range; 2],
+    /// Shared region: each object's window `(base, bytes)` and the next free address.
+    objects: HashMap<u32, (u64, u64)>,
+    shared_next: u64,
+    /// Object of the next `Map` of the current process (`Record::Object`).
+    pending: Option<(u32, u64)>,
+    stats: LayoutStats,
+}
+
+/// Start of the shared area in region 1 (region offset 0 is left unmapped).
+const SHARED_BASE: u64 = (region::MMAP << 61) | (1 << 32);
+
+impl Layout {
+    /// A layout, or `None` for `identity`. `shared_region`: Itanium key-based sharing.
+    pub fn new(cfg: &LayoutConfig, shared_region: bool) -> Option<Layout> {
+        if cfg.kind == LayoutKind::Identity {
+            return None;
+        }
+        Some(Layout {
+            cfg: cfg.clone(),
+            shared_region,
+            spaces: HashMap::new(),
+            asid: 0,
+            cur: Space::default(),
+            last: [Range::EMPTY; 2],
+            objects: HashMap::new(),
+            shared_next: SHARED_BASE,
+            pending: None,
+            stats: LayoutStats::default(),
+        })
+    }
+
+    /// Which layout.
+    pub fn kind(&self) -> LayoutKind {
+        self.cfg.kind
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> LayoutStats {
+        self.stats
+    }
+
+    /// The laid-out address of trace address `addr` of the current process, referenced by an
+    /// instruction fetch (`is_data` false) or data.
+    #[inline(always)]
+    pub fn place(&mut self, is_data: bool, addr: u64) -> Result<u64, LayoutFull> {
+        let r = &self.last[is_data as usize];
+        if r.contains(addr) {
+            return Ok(addr.wrapping_add(r.delta));
+        }
+        self.place_slow(is_data, addr)
+    }
+
+    #[inline(never)]
+    fn place_slow(&mut self, is_data: bool, addr: u64) -> Result<u64, LayoutFull> {
+        let r = match self.find(addr) {
+            Some(i) => self.cur.ranges[i],
+            None => self.implicit(is_data, addr)?,
+        };
+        self.last[is_data as usize] = r;
+        Ok(addr.wrapping_add(r.delta))
+    }
+
+    fn find(&self, addr: u64) -> Option<usize> {
+        let i = self.cur.ranges.partition_point(|r| r.start <= addr);
+        (i > 0 && self.cur.ranges[i - 1].contains(addr)).then(|| i - 1)
+    }
+
+    /// An implicit mapping for an address no mapping covers.
+    fn implicit(&mut self, is_data: bool, addr: u64) -> Result<Range, LayoutFull> {
+        self.stats.implicit += 1;
+        match self.cfg.kind {
+            LayoutKind::ItaniumLinux => {
+                // Only up to the next placed range, so mappings made later stay exact.
+                let vrn = if is_data { region::DATA } else { region::TEXT };
+                let page = addr & !0xfff;
+                let i = self.cur.ranges.partition_point(|r| r.start <= addr);
+                let end = self.cur.ranges.get(i).map_or(page + 0x1000, |r| r.start.min(page + 0x1000));
+                let r = Range { start: page, end, delta: vrn << 61 };
+                self.insert(r);
+                Ok(r)
+            }
+            _ => {
+                let c = self.cfg.chunk;
+                let mut start = addr & !(c - 1);
+                let mut end = start.saturating_add(c);
+                // Clip to the neighbouring ranges.
+                let i = self.cur.ranges.partition_point(|r| r.start <= addr);
+                if i > 0 {
+                    start = start.max(self.cur.ranges[i - 1].end);
+                }
+                if let Some(n) = self.cur.ranges.get(i) {
+                    end = end.min(n.start);
+                }
+                self.map_compact(start, end - start)
+            }
+        }
+    }
+
+    fn insert(&mut self, r: Range) {
+        let i = self.cur.ranges.partition_point(|x| x.start < r.start);
+        self.cur.ranges.insert(i, r);
+    }
+
+    /// The next `Map` of the current process maps object `id` from byte `offset`.
+    pub fn object(&mut self, id: u32, offset: u64) {
+        self.pending = Some((id, offset));
+    }
+
+    /// The current process maps `[start, start + len)` with `flags` (`map_flags`): places it,
+    /// replacing what it overlaps (whose laid-out ranges go to `unmapped`, to be unmapped).
+    pub fn map(&mut self, start: u64, len: u64, flags: u32, unmapped: &mut Vec<(u64, u64)>) -> Result<(), LayoutFull> {
+        let object = self.pending.take();
+        if len == 0 {
+            return Ok(());
+        }
+        self.unmap(start, len, unmapped);
+        self.stats.mappings += 1;
+        match self.cfg.kind {
+            LayoutKind::Identity => {}
+            LayoutKind::ItaniumLinux => {
+                let end = start.saturating_add(len);
+                let shareable = flags & map_flags::SHARED != 0
+                    || (flags & map_flags::FILE != 0 && flags & map_flags::WRITE == 0)
+                    || object.is_some() && flags & map_flags::WRITE == 0;
+                let delta = if self.shared_region && shareable {
+                    self.shared_place(start, len, object)
+                } else {
+                    let vrn = if flags & map_flags::IMAGE != 0 {
+                        if flags & map_flags::EXEC != 0 && flags & map_flags::WRITE == 0 {
+                            region::TEXT
+                        } else {
+                            region::DATA
+                        }
+                    } else if flags & (map_flags::HEAP | map_flags::STACK) != 0 {
+                        region::DATA
+                    } else if self.shared_region {
+                        region::PRIVATE
+                    } else {
+                        region::MMAP
+                    };
+                    vrn << 61
+                };
+                self.insert(Range { start, end, delta });
+            }
+            LayoutKind::Compact32 => {
+                self.map_compact(start, len)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Shared region: the delta that puts `[start, start + len)` at its object's address.
+    fn shared_place(&mut self, start: u64, len: u64, object: Option<(u32, u64)>) -> u64 {
+        let (id, offset) = match object {
+            Some(o) => o,
+            None => {
+                // No object identity: an address of its own (nothing to share it with).
+                let base = self.shared_next;
+                self.shared_next += round_up(len, 1 << 16);
+                self.stats.shared_objects += 1;
+                return base.wrapping_sub(start);
+            }
+        };
+        let need = offset.saturating_add(len);
+        let base = match self.objects.get(&id) {
+            Some(&(base, bytes)) if bytes >= need => base,
+            _ => {
+                // A window for the object (a new, larger one if it grew): filled from the bottom,
+                // never freed (chapman03 §3.3).
+                let bytes = round_up(need, 1 << 16);
+                let base = self.shared_next;
+                self.shared_next += bytes;
+                self.objects.insert(id, (base, bytes));
+                self.stats.shared_objects += 1;
+                base
+            }
+        };
+        (base + offset).wrapping_sub(start)
+    }
+
+    /// `compact32`: places `[start, start + len)` first-fit, keeping the offset modulo `align`.
+    fn map_compact(&mut self, start: u64, len: u64) -> Result<Range, LayoutFull> {
+        let a = self.cfg.align;
+        let full = || LayoutFull { kind: "compact32", asid: self.asid, addr: start, len, size: self.cfg.size };
+        let lo_al = start & !(a - 1);
+        let span = round_up(start.saturating_add(len) - lo_al, a);
+        // First fit over the gaps between used ranges.
+        let mut at = self.cfg.base;
+        let mut slot = None;
+        for (i, &(lo, hi)) in self.cur.used.iter().enumerate() {
+            if lo >= at && lo - at >= span {
+                slot = Some(i);
+                break;
+            }
+            at = at.max(hi);
+        }
+        if slot.is_none() && (at > self.cfg.size || self.cfg.size - at < span) {
+            return Err(full());
+        }
+        let i = slot.unwrap_or(self.cur.used.len());
+        self.cur.used.insert(i, (at, at + span));
+        let r = Range { start, end: start.saturating_add(len), delta: at.wrapping_sub(lo_al) };
+        self.insert(r);
+        Ok(r)
+    }
+
+    /// The current process unmaps `[start, start + len)`: the laid-out pieces go to `out`.
+    pub fn unmap(&mut self, start: u64, len: u64, out: &mut Vec<(u64, u64)>) {
+        if len == 0 {
+            return;
+        }
+        let end = start.saturating_add(len);
+        self.last = [Range::EMPTY; 2];
+        let mut i = self.cur.ranges.partition_point(|r| r.end <= start);
+        while i < self.cur.ranges.len() && self.cur.ranges[i].start < end {
+            let r = self.cur.ranges[i];
+            let (lo, hi) = (r.start.max(start), r.end.min(end));
+            out.push((lo.wrapping_add(r.delta), hi - lo));
+            if self.cfg.kind == LayoutKind::Compact32 {
+                self.release(lo.wrapping_add(r.delta), hi.wrapping_add(r.delta));
+            }
+            let mut pieces = Vec::new();
+            if r.start < lo {
+                pieces.push(Range { end: lo, ..r });
+            }
+            if hi < r.end {
+                pieces.push(Range { start: hi, ..r });
+            }
+            let n = pieces.len();
+            self.cur.ranges.splice(i..i + 1, pieces);
+            i += n;
+        }
+    }
+
+    /// `compact32`: frees the whole `align` units of `[lo, hi)` that no other range still uses.
+    fn release(&mut self, lo: u64, hi: u64) {
+        let a = self.cfg.align;
+        let (lo, hi) = (round_up(lo, a), hi & !(a - 1));
+        if lo >= hi {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.cur.used.len() + 1);
+        for &(u, v) in &self.cur.used {
+            if v <= lo || u >= hi {
+                out.push((u, v));
+                continue;
+            }
+            if u < lo {
+                out.push((u, lo));
+            }
+            if hi < v {
+                out.push((hi, v));
+            }
+        }
+        self.cur.used = out;
+    }
+
+    /// The following references are process `asid`'s.
+    pub fn switch_to(&mut self, asid: u32) {
+        if asid == self.asid {
+            return;
+        }
+        let next = self.spaces.remove(&asid).unwrap_or_default();
+        let prev = std::mem::replace(&mut self.cur, next);
+        self.spaces.insert(self.asid, prev);
+        self.asid = asid;
+        self.last = [Range::EMPTY; 2];
+        self.pending = None;
+    }
+
+    /// The current process forks `child`, which starts with its parent's placement.
+    pub fn fork(&mut self, child: u32) {
+        self.spaces.insert(child, self.cur.clone());
+    }
+
+    /// Process `asid` exits.
+    pub fn exit(&mut self, asid: u32) {
+        if asid == self.asid {
+            self.cur = Space::default();
+            self.last = [Range::EMPTY; 2];
+        } else {
+            self.spaces.remove(&asid);
+        }
+    }
+}
+
+fn round_up(x: u64, a: u64) -> u64 {
+    x.saturating_add(a - 1) & !(a - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compact() -> Layout {
+        Layout::new(&LayoutConfig { kind: LayoutKind::Compact32, ..LayoutConfig::default() }, false).unwrap()
+    }
+
+    #[test]
+    fn compact32_packs_far_apart_mappings_and_keeps_offsets() {
+        let mut l = compact();
+        let mut un = Vec::new();
+        l.map(0x5555_5555_4000, 0x3000, 5, &mut un).unwrap();
+        l.map(0x7fff_f7dd_0000, 0x2_0000, 3, &mut un).unwrap();
+        let a = l.place(false, 0x5555_5555_4123).unwrap();
+        let b = l.place(true, 0x7fff_f7dd_1008).unwrap();
+        assert_eq!((a, b), (0x1_4123, 0x2_1008));
+        assert_eq!(l.place(false, 0x5555_5555_6fff).unwrap(), 0x1_6fff);
+        // Unknown: the aligned 1 MB chunk around it, after the others.
+        assert_eq!(l.place(true, 0x7ffc_0012_3456).unwrap(), 0x4_0000 + 0x2_3456);
+        assert!(un.is_empty());
+    }
+
+    #[test]
+    fn compact32_reuses_freed_space_and_fails_when_full() {
+        let mut l =
+            Layout::new(&LayoutConfig { kind: LayoutKind::Compact32, size: 1 << 22, ..LayoutConfig::default() }, false)
+                .unwrap();
+        let mut un = Vec::new();
+        l.map(0x1000_0000, 2 << 20, 3, &mut un).unwrap();
+        l.map(0x2000_0000, 1 << 20, 3, &mut un).unwrap();
+        assert!(l.map(0x3000_0000, 1 << 20, 3, &mut un).is_err(), "4 MB - 64 KB base holds 3 MB plus < 1 MB");
+        l.unmap(0x1000_0000, 2 << 20, &mut un);
+        assert_eq!(un, vec![(0x1_0000, 2 << 20)]);
+        l.map(0x3000_0000, 1 << 20, 3, &mut un).unwrap();
+        assert_eq!(l.place(true, 0x3000_0010).unwrap(), 0x1_0010);
+    }
+
+    #[test]
+    fn itanium_linux_puts_text_data_and_mmaps_in_their_regions() {
+        let cfg = LayoutConfig { kind: LayoutKind::ItaniumLinux, ..LayoutConfig::default() };
+        let mut l = Layout::new(&cfg, false).unwrap();
+        let mut un = Vec::new();
+        l.map(0x7f00_0000_0000, 0x1000, map_flags::READ | map_flags::EXEC, &mut un).unwrap();
+        assert_eq!(l.place(false, 0x7f00_0000_0010).unwrap(), (1 << 61) | 0x7f00_0000_0010);
+        assert_eq!(l.place(false, 0x40_1000).unwrap(), (2 << 61) | 0x40_1000, "unknown text");
+        assert_eq!(l.place(true, 0x60_1000).unwrap(), (3 << 61) | 0x60_1000, "unknown data");
+        // With a shared region, two processes mapping one object see it at one address.
+        let mut l = Layout::new(&cfg, true).unwrap();
+        l.object(7, 0x2000);
+        l.map(0x7f00_0000_0000, 0x4000, map_flags::READ | map_flags::SHARED, &mut un).unwrap();
+        let a = l.place(true, 0x7f00_0000_0000).unwrap();
+        l.fork(1);
+        l.switch_to(1);
+        l.object(7, 0x2000);
+        l.map(0x7e00_0000_0000, 0x4000, map_flags::READ | map_flags::SHARED, &mut un).unwrap();
+        assert_eq!(l.place(true, 0x7e00_0000_0000).unwrap(), a);
+        assert_eq!(a >> 61, 1);
+        l.map(0x7d00_0000_0000, 0x4000, map_flags::READ | map_flags::WRITE, &mut un).unwrap();
+        assert_eq!(l.place(true, 0x7d00_0000_0000).unwrap() >> 61, region::PRIVATE);
+    }
+}

@@ -1,0 +1,293 @@
+//! Layouts, Itanium regions and the long VHPT end to end, against reference models written here
+//! apart from the engine: placement of mappings, RID-tagged TLB lookups, the VHPT's hash and
+//! collisions, no TLB translation the OS table does not hold with sharing on (after unmaps,
+//! exits and RID purges), and what sharing buys n processes that touch the same pages.
+
+use proptest::prelude::*;
+use std::collections::{HashMap, VecDeque};
+use xlat::config::Config;
+use xlat::engine::System;
+use xlat::trace::{map_flags, Kind, Record};
+
+fn load(addr: u64) -> Record {
+    Record::Access { kind: Kind::Load, size: 8, addr }
+}
+
+fn fetch(addr: u64) -> Record {
+    Record::Access { kind: Kind::Ifetch, size: 4, addr }
+}
+
+fn design(text: &str) -> System {
+    System::new(&Config::from_toml(text, "test").unwrap()).unwrap()
+}
+
+/// A fully associative LRU TLB over arbitrary keys: misses.
+struct Lru<K> {
+    cap: usize,
+    q: VecDeque<K>,
+    misses: u64,
+}
+
+impl<K: PartialEq> Lru<K> {
+    fn new(cap: usize) -> Self {
+        Lru { cap, q: VecDeque::new(), misses: 0 }
+    }
+    fn touch(&mut self, k: K) {
+        if let Some(i) = self.q.iter().position(|x| *x == k) {
+            let k = self.q.remove(i).unwrap();
+            self.q.push_front(k);
+        } else {
+            self.misses += 1;
+            if self.q.len() == self.cap {
+                self.q.pop_back();
+            }
+            self.q.push_front(k);
+        }
+    }
+}
+
+/// The demo trace's records (a real x86-64 program, no map records).
+fn demo() -> Vec<Record> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/demo.xtr");
+    let (mut r, _) = xlat::trace::open::open_reader_inline(path.to_str().unwrap(), None).unwrap();
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
+        out.extend_from_slice(&batch);
+    }
+    out
+}
+
+#[test]
+fn compact32_runs_a_64_bit_trace_on_a_32_bit_machine_exactly() {
+    let records = demo();
+    // Reference placement: each 1 MB chunk, in order of first touch, goes to 64 KB + the bytes
+    // placed before it.
+    let mut chunks: HashMap<u64, u64> = HashMap::new();
+    let mut next = 64 << 10;
+    let mut lru = Lru::new(32);
+    for r in &records {
+        if let Record::Access { size, addr, .. } = *r {
+            let c = addr >> 20;
+            let base = *chunks.entry(c).or_insert_with(|| {
+                let b = next;
+                next += 1 << 20;
+                b
+            });
+            let laid = base + (addr & ((1 << 20) - 1));
+            let end = laid + size.max(1) as u64 - 1;
+            for p in laid >> 12..=end >> 12 {
+                lru.touch(p);
+            }
+        }
+    }
+    let mut s = design(
+        "name = \"r3k\"\n[[tlb]]\nname = \"TLB\"\nentries = 40\nreserved = 8\nserves = \"unified\"\n\
+         [page_table]\nkind = \"linear\"\nva_bits = 32\npte_bytes = 4\nbits_per_level = 10\n\
+         [layout]\nkind = \"compact32\"\n",
+    );
+    s.process(&records).unwrap();
+    let st = s.stats();
+    assert_eq!(st.tlb[0].misses, lru.misses);
+    assert_eq!(s.layout_stats().unwrap().implicit, chunks.len() as u64);
+    // Without the layout, the same design cannot run the trace at all.
+    let mut plain = design(
+        "name = \"r3k\"\n[[tlb]]\nname = \"TLB\"\nentries = 32\n[page_table]\nkind = \"linear\"\nva_bits = 32\n",
+    );
+    assert!(plain.process(&records).is_err());
+}
+
+/// Reference RIDs: context = order of first appearance from 1 (or a program's own context
+/// first under shared text), RID = context << 3 | VRN (byte-swapped: low two bytes swapped).
+fn rid(ctx: u64, vrn: u64, swapped: bool) -> u64 {
+    let c = if swapped { (ctx & !0xffff) | ((ctx & 0xff) << 8) | ((ctx >> 8) & 0xff) } else { ctx };
+    ((c << 3) | vrn) & ((1 << 24) - 1)
+}
+
+/// A multi-process stream in Itanium-laid-out addresses (regions 2 and 3 by kind, no maps):
+/// `procs` processes forked from process 0, each fetching text pages and loading data pages.
+fn forked_stream(procs: u32, text: u64, data: u64, rounds: u32, seed: u64) -> Vec<Record> {
+    let mut t = vec![Record::Process { asid: 0 }];
+    for c in 1..procs {
+        t.push(Record::Fork { child: c });
+    }
+    let mut x = seed | 1;
+    for round in 0..rounds {
+        for p in 0..procs {
+            t.push(Record::ContextSwitch { asid: p });
+            for _ in 0..40 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let page = x % (text + data);
+                if page < text {
+                    t.push(fetch(0x40_0000 + page * 16384 + (round as u64 % 64) * 4));
+                } else {
+                    t.push(load(0x60_0000_0000 + (page - text) * 16384 + 8));
+                }
+            }
+        }
+    }
+    t
+}
+
+fn itanium(tlb: u32, extra_pt: &str, itanium: &str) -> String {
+    format!(
+        "name = \"ia\"\npage_size = 16384\n[[tlb]]\nname = \"TLB\"\nentries = {tlb}\nserves = \"unified\"\n\
+         [page_table]\nva_bits = 64\n{extra_pt}\n[layout]\nkind = \"itanium-linux\"\n[itanium]\n{itanium}\n\
+         [os]\nmemory_bytes = 1073741824\n"
+    )
+}
+
+#[test]
+fn region_tagged_lookups_and_shared_text_match_a_reference() {
+    let t = forked_stream(4, 12, 20, 30, 7);
+    for share in [false, true] {
+        let mut lru = Lru::new(48);
+        let mut cur = 0u32;
+        for r in &t {
+            match *r {
+                Record::Process { asid } | Record::ContextSwitch { asid } => cur = asid,
+                Record::Access { kind, addr, .. } => {
+                    let vrn = if kind == Kind::Ifetch { 2 } else { 3 };
+                    // The space: the program's text (all 4 are one program) or the process's region.
+                    let space = if share && vrn == 2 { (u32::MAX, vrn) } else { (cur, vrn) };
+                    lru.touch((space, ((vrn << 61) | addr) >> 14));
+                }
+                _ => {}
+            }
+        }
+        let mut s = design(&itanium(48, "kind = \"vhpt-long\"", &format!("share_text = {share}")));
+        s.process(&t).unwrap();
+        assert_eq!(s.stats().tlb[0].misses, lru.misses, "share_text = {share}");
+        s.check_translations().unwrap();
+    }
+}
+
+#[test]
+fn long_vhpt_hash_and_collisions_match_a_reference() {
+    let t = forked_stream(6, 10, 40, 20, 11);
+    for (swapped, alloc) in [(false, "sequential"), (true, "byte-swapped")] {
+        // Reference: a 16-entry LRU TLB in front of a 256-entry direct-mapped VHPT indexed by
+        // (RID xor VPN) mod 256; a VHPT miss inserts the translation.
+        let mut lru = Lru::new(16);
+        let mut vhpt: Vec<Option<(u64, u64)>> = vec![None; 256];
+        let (mut lookups, mut misses, mut collisions) = (0u64, 0u64, 0u64);
+        let mut cur = 0u32;
+        for r in &t {
+            match *r {
+                Record::Process { asid } | Record::ContextSwitch { asid } => cur = asid,
+                Record::Access { kind, addr, .. } => {
+                    let vrn = if kind == Kind::Ifetch { 2 } else { 3 };
+                    let vpn = ((vrn << 61) | addr) >> 14;
+                    let before = lru.misses;
+                    lru.touch((cur, vrn, vpn));
+                    if lru.misses > before {
+                        let r = rid(cur as u64 + 1, vrn, swapped);
+                        let i = ((r ^ vpn) & 255) as usize;
+                        lookups += 1;
+                        if vhpt[i] != Some((r, vpn)) {
+                            misses += 1;
+                            collisions += vhpt[i].is_some() as u64;
+                            vhpt[i] = Some((r, vpn));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut s =
+            design(&itanium(16, "kind = \"vhpt-long\"\nvhpt_entries = 256\n", &format!("rid_alloc = \"{alloc}\"")));
+        s.process(&t).unwrap();
+        let v = s.vhpt_stats().unwrap();
+        assert_eq!(s.stats().tlb[0].misses, lru.misses, "{alloc}");
+        assert_eq!((v.lookups, v.misses, v.collisions), (lookups, misses, collisions), "{alloc}");
+        assert!(collisions > 0, "{alloc}: the test must exercise collisions");
+        s.check_translations().unwrap();
+    }
+}
+
+#[test]
+fn byte_swapped_rids_collide_less_after_fork() {
+    // chapman03 §3.1: forked processes with close RIDs and the same layout collide in the hash.
+    let t = forked_stream(8, 8, 56, 25, 3);
+    let collisions = |alloc: &str| {
+        let mut s =
+            design(&itanium(32, "kind = \"vhpt-long\"\nvhpt_entries = 65536\n", &format!("rid_alloc = \"{alloc}\"")));
+        s.process(&t).unwrap();
+        s.vhpt_stats().unwrap().collisions
+    };
+    let (seq, swapped) = (collisions("sequential"), collisions("byte-swapped"));
+    assert!(seq > 4 * swapped.max(1), "sequential {seq} vs byte-swapped {swapped}");
+}
+
+#[test]
+fn sharing_divides_data_tlb_misses_by_the_processes() {
+    // n processes of one program touch the same p pages of a shared mapping their parent made
+    // before forking (extreme, chapman03 §4.1), yielding after each pass.
+    let (n, p) = (8u32, 24u64);
+    let mut t = vec![Record::Process { asid: 0 }];
+    t.push(Record::Map { start: 0x7f00_0000_0000, len: p * 16384, flags: map_flags::READ | map_flags::SHARED });
+    for c in 1..=n {
+        t.push(Record::Fork { child: c });
+    }
+    for _ in 0..50 {
+        for c in 1..=n {
+            t.push(Record::ContextSwitch { asid: c });
+            for i in 0..p {
+                t.push(load(0x7f00_0000_0000 + i * 16384 + 64));
+            }
+        }
+    }
+    let misses = |itanium_cfg: &str| {
+        let mut s = design(&itanium(64, "kind = \"vhpt-long\"\nvhpt_entries = 4096\n", itanium_cfg));
+        s.process(&t).unwrap();
+        s.check_translations().unwrap();
+        s.stats().tlb[0].misses
+    };
+    let (private, shared) = (misses(""), misses("shared_region = true"));
+    // Without sharing, 8 x 24 pages do not fit 64 entries: every pass misses; with it they fit.
+    assert_eq!(shared, p, "one miss per shared page");
+    assert!(private >= 50 * n as u64 * p / 2, "private {private}");
+    assert!(shared * (n as u64) * 10 <= private, "shared {shared} vs private {private}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// With sharing on and few RIDs (7 contexts: one program and up to 6 processes, so purges),
+    /// no TLB entry ever translates a page differently
+    /// from the OS table, through maps, unmaps, forks and exits.
+    #[test]
+    fn no_tlb_entry_disagrees_with_the_os_table(ops in proptest::collection::vec((0u8..8, 0u64..48, 1u32..6), 1..300),
+                                                 long in any::<bool>()) {
+        let pt = if long { "kind = \"vhpt-long\"\nvhpt_entries = 64\n" } else { "kind = \"vhpt-short\"\n" };
+        let mut s = design(&itanium(8, pt, "rid_bits = 6\nshare_text = true\nshared_region = true"));
+        let mut live = vec![0u32];
+        let mut next = 1u32;
+        let mut cur = 0u32;
+        let mut batch = vec![Record::Process { asid: 0 }];
+        for (op, page, x) in ops {
+            let a = match op {
+                0 => fetch(0x40_0000 + page * 16384),
+                1 => load(0x60_0000 + page * 16384),
+                2 => load(0x7f00_0000_0000 + page * 16384),
+                3 => Record::Map { start: 0x7f00_0000_0000 + page * 16384, len: x as u64 * 16384,
+                                    flags: map_flags::READ | if x % 2 == 0 { map_flags::SHARED } else { map_flags::WRITE } },
+                4 => Record::Unmap { start: 0x7f00_0000_0000 + page * 16384, len: x as u64 * 16384 },
+                5 if live.len() < 6 => { live.push(next); next += 1; Record::Fork { child: next - 1 } }
+                6 if live.len() > 1 => {
+                    let victim = live[(x as usize) % live.len()];
+                    if victim == cur { continue; }
+                    live.retain(|&l| l != victim);
+                    Record::Exit { asid: victim }
+                }
+                _ => { cur = live[(page as usize) % live.len()]; Record::ContextSwitch { asid: cur } }
+            };
+            batch.push(a);
+            s.process(&batch).unwrap();
+            batch.clear();
+            prop_assert!(s.check_translations().is_ok(), "{:?}", s.check_translations());
+        }
+    }
+}
