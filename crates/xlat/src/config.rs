@@ -461,6 +461,12 @@ impl Config {
         self.layout.validate()?;
         if let Some(i) = &self.itanium {
             i.validate()?;
+            if i.protection_keys && i.shared_region && pt.kind == crate::pt::Kind::VhptShort {
+                return Err(ParamError::new(
+                    "itanium.shared_region",
+                    "key-based sharing needs per-page keys, which the short VHPT cannot hold (its key is the region's, chapman03 §2.3.1); use page_table.kind = \"vhpt-long\"",
+                ));
+            }
             if i.shared_region && self.layout.kind != crate::os::layout::LayoutKind::ItaniumLinux {
                 return Err(ParamError::new(
                     "itanium.shared_region",

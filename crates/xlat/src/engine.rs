@@ -10,6 +10,7 @@ use crate::addr::{Asid, PageSize, Vpn};
 use crate::cache::{Hierarchy, Route};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
+use crate::os::keys::{KeyStats, Keys};
 use crate::os::layout::{Layout, LayoutFull};
 use crate::os::regions::Regions;
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
@@ -109,6 +110,10 @@ pub struct System {
     vrn_shift: u32,
     /// Scratch: laid-out ranges a map or unmap removed.
     unmapped: Vec<(u64, u64)>,
+    /// Protection keys (`[itanium] protection_keys`).
+    keys: Option<Box<Keys>>,
+    /// A layout or protection keys: references take `System::prepare` first.
+    extras: bool,
     /// The long-format VHPT in front of the OS table (`vhpt-long`).
     vhpt: Option<Box<LongVhpt>>,
     /// VHPT designs: the hardware walker is enabled.
@@ -285,7 +290,11 @@ impl System {
             };
             Box::new(LongVhpt::new(n, config.page_table.hash))
         });
+        let keys =
+            config.itanium.as_ref().filter(|i| i.protection_keys).map(|i| Box::new(Keys::new(i.pkrs, i.pkr_policy)));
         Ok(System {
+            extras: layout.is_some() || keys.is_some(),
+            keys,
             vhpt,
             hw_walker: config.page_table.walker == Walker::Hardware,
             vhpt_faults: 0,
@@ -449,8 +458,7 @@ impl System {
             (PtKind::VhptShort | PtKind::VhptLong, _) => (w.count + w.nested_misses) * cost.trap_cycles,
             (_, Refill::Hardware) => w.count * cost.walker_cycles,
             (_, Refill::Software) => (w.count + w.nested_misses) * cost.trap_cycles,
-        } + self.regions.as_ref().map_or(0, |r| r.stats().purges)
-            * self.config.itanium.as_ref().map_or(0, |i| i.purge_cycles);
+        } + self.itanium_cycles();
         c.page_fault = s.page_faults * cost.page_fault_cycles;
         s.os = self.os.stats();
         if let Some(h) = &self.caches {
@@ -527,10 +535,7 @@ impl System {
         for (i, r) in records.iter().enumerate() {
             match *r {
                 Record::Access { kind, size, addr } => {
-                    let addr = match self.layout.as_deref_mut() {
-                        None => addr,
-                        Some(l) => l.place(kind.is_data(), addr).map_err(|e| (i, self.layout_error(e)))?,
-                    };
+                    let addr = if self.extras { self.prepare(kind, addr).map_err(|e| (i, e))? } else { addr };
                     self.access(kind, size, addr).map_err(|e| (i, e))?
                 }
                 ref other => self.event(other).map_err(|e| (i, e))?,
@@ -782,6 +787,45 @@ impl System {
         Asid(self.tags[((vpn.0 >> self.vrn_shift) & 7) as usize])
     }
 
+    /// What a reference goes through before translation in designs with a layout or
+    /// protection keys: its address is laid out, and its page's key checked against the PKRs.
+    #[inline(always)]
+    fn prepare(&mut self, kind: Kind, addr: u64) -> Result<u64, DesignError> {
+        let is_data = kind.is_data();
+        let (addr, key) = match self.layout.as_deref_mut() {
+            None => (addr, 0),
+            Some(l) => match l.place(is_data, addr) {
+                Ok(a) => (a, l.last_key(is_data)),
+                Err(e) => return Err(self.layout_error(e)),
+            },
+        };
+        if let Some(k) = self.keys.as_deref_mut() {
+            // A page's key is its region's, unless it belongs to a shared-region object.
+            let key = if key != 0 {
+                key
+            } else {
+                self.tags[((addr >> self.page_size.shift() >> self.vrn_shift) & 7) as usize]
+            };
+            k.check(key);
+        }
+        Ok(addr)
+    }
+
+    /// Cycles of RID purges, key miss faults and PKR reloads.
+    fn itanium_cycles(&self) -> u64 {
+        let Some(i) = &self.config.itanium else {
+            return 0;
+        };
+        let purges = self.regions.as_ref().map_or(0, |r| r.stats().purges);
+        let k = self.key_stats().unwrap_or_default();
+        purges * i.purge_cycles + k.misses * i.key_fault_cycles + k.reloads * i.pkr_reload_cycles
+    }
+
+    /// The protection-key counters, for designs with keys.
+    pub fn key_stats(&self) -> Option<KeyStats> {
+        self.keys.as_ref().map(|k| k.stats())
+    }
+
     fn layout_error(&self, error: LayoutFull) -> DesignError {
         DesignError::Layout { config: self.config.name.clone(), error }
     }
@@ -970,6 +1014,9 @@ impl System {
             if let Some(l) = &mut self.layout {
                 l.switch_to(asid);
             }
+            if let Some(k) = &mut self.keys {
+                k.switch_to(asid);
+            }
             self.load_tags()?;
             if self.asid_mode == AsidMode::Flush {
                 self.stats.events.flushes += 1;
@@ -1065,6 +1112,9 @@ impl System {
                 self.stats.events.exits += 1;
                 if let Some(l) = &mut self.layout {
                     l.exit(asid);
+                }
+                if let Some(k) = &mut self.keys {
+                    k.exit(asid);
                 }
                 let spaces = match &mut self.regions {
                     None => vec![asid],

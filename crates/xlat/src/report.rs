@@ -175,8 +175,15 @@ fn system_json(s: &System) -> Value {
             "allocated": r.allocated,
             "purges": r.purges,
         });
-        // Protection keys are not modelled yet: no checks are made.
-        doc["keys"] = json!({ "enabled": i.protection_keys, "checks": 0, "misses": 0 });
+        let k = s.key_stats().unwrap_or_default();
+        doc["keys"] = json!({
+            "enabled": i.protection_keys,
+            "pkrs": i.pkrs,
+            "policy": i.pkr_policy.name(),
+            "checks": k.checks,
+            "misses": k.misses,
+            "reloads": k.reloads,
+        });
     }
     if let Some(l) = s.layout_stats() {
         doc["layout"] = json!({
@@ -330,6 +337,10 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
     if systems.iter().any(|s| s.rid_stats().is_some()) {
         row("rids allocated", &|s| s.rid_stats().map(|r| r.allocated.to_string()).unwrap_or_default());
         row("  purges", &|s| s.rid_stats().map(|r| r.purges.to_string()).unwrap_or_default());
+    }
+    if systems.iter().any(|s| s.key_stats().is_some()) {
+        row("key checks", &|s| s.key_stats().map(|k| k.checks.to_string()).unwrap_or_default());
+        row("  key misses", &|s| s.key_stats().map(|k| k.misses.to_string()).unwrap_or_default());
     }
     row("cycles", &|s| s.stats().cycles.total().to_string());
     row("  per lookup", &|s| {

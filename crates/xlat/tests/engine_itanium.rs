@@ -252,6 +252,77 @@ fn sharing_divides_data_tlb_misses_by_the_processes() {
     assert!(shared * (n as u64) * 10 <= private, "shared {shared} vs private {private}");
 }
 
+#[test]
+fn protection_key_misses_match_per_process_pkr_files() {
+    // Three shared objects (three keys) mapped before forking, and each process's private data
+    // (its region's key); two PKRs per process, LRU.
+    let objects = [0x7f00_0000_0000u64, 0x7f10_0000_0000, 0x7f20_0000_0000];
+    let mut t = vec![Record::Process { asid: 0 }];
+    for &o in &objects {
+        t.push(Record::Map { start: o, len: 4 * 16384, flags: map_flags::READ | map_flags::SHARED });
+    }
+    for c in 1..=3 {
+        t.push(Record::Fork { child: c });
+    }
+    let mut x = 99u64;
+    for _ in 0..400 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t.push(Record::ContextSwitch { asid: (x % 4) as u32 });
+        for _ in 0..(x >> 8) % 5 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = match x % 4 {
+                3 => 0x60_0000 + (x >> 4) % 8 * 16384,
+                o => objects[o as usize] + (x >> 4) % 4 * 16384,
+            };
+            t.push(load(a));
+        }
+    }
+    // Reference: a page's key is its object (shared) or (process, data region); PKR files per
+    // process, LRU of two.
+    let mut files: HashMap<u32, Vec<(u32, u64)>> = HashMap::new();
+    let (mut cur, mut checks, mut misses) = (0u32, 0u64, 0u64);
+    for r in &t {
+        match *r {
+            Record::Process { asid } | Record::ContextSwitch { asid } => cur = asid,
+            Record::Access { addr, .. } => {
+                checks += 1;
+                let key = match objects.iter().position(|&o| addr >> 36 == o >> 36) {
+                    Some(i) => (u32::MAX, i as u64),
+                    None => (cur, 3),
+                };
+                let f = files.entry(cur).or_default();
+                match f.iter().position(|&k| k == key) {
+                    Some(i) => {
+                        f.remove(i);
+                    }
+                    None => {
+                        misses += 1;
+                        if f.len() == 2 {
+                            f.pop();
+                        }
+                    }
+                }
+                f.insert(0, key);
+            }
+            _ => {}
+        }
+    }
+    let mut s = design(&itanium(
+        64,
+        "kind = \"vhpt-long\"\nvhpt_entries = 4096\n",
+        "shared_region = true\nprotection_keys = true\npkrs = 2",
+    ));
+    s.process(&t).unwrap();
+    let k = s.key_stats().unwrap();
+    assert_eq!((k.checks, k.misses), (checks, misses));
+    assert!(misses > 50, "the test must exercise replacement: {misses}");
+    s.check_translations().unwrap();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
 

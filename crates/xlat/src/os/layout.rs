@@ -126,10 +126,16 @@ struct Range {
     start: u64,
     end: u64,
     delta: u64,
+    /// Protection key of the range's pages: 0 = its region's own; shared-region objects have
+    /// keys of their own ([`SHARED_KEY`] | object window).
+    key: u32,
 }
 
+/// Keys of shared-region objects have this bit (address-space numbers never do).
+pub const SHARED_KEY: u32 = 1 << 31;
+
 impl Range {
-    const EMPTY: Range = Range { start: 0, end: 0, delta: 0 };
+    const EMPTY: Range = Range { start: 0, end: 0, delta: 0, key: 0 };
 
     #[inline(always)]
     fn contains(&self, addr: u64) -> bool {
@@ -185,7 +191,7 @@ pub struct Layout {
     /// Last range used by [instruction fetches, data].
     last: [Range; 2],
     /// Shared region: each object's window `(base, bytes)` and the next free address.
-    objects: HashMap<u32, (u64, u64)>,
+    objects: HashMap<u32, (u64, u64, u32)>,
     shared_next: u64,
     /// Object of the next `Map` of the current process (`Record::Object`).
     pending: Option<(u32, u64)>,
@@ -236,6 +242,13 @@ impl Layout {
         self.place_slow(is_data, addr)
     }
 
+    /// The protection key of the range the last reference of this kind fell in: 0 for its
+    /// region's own key.
+    #[inline(always)]
+    pub fn last_key(&self, is_data: bool) -> u32 {
+        self.last[is_data as usize].key
+    }
+
     #[inline(never)]
     fn place_slow(&mut self, is_data: bool, addr: u64) -> Result<u64, LayoutFull> {
         let r = match self.find(addr) {
@@ -261,7 +274,7 @@ impl Layout {
                 let page = addr & !0xfff;
                 let i = self.cur.ranges.partition_point(|r| r.start <= addr);
                 let end = self.cur.ranges.get(i).map_or(page + 0x1000, |r| r.start.min(page + 0x1000));
-                let r = Range { start: page, end, delta: vrn << 61 };
+                let r = Range { start: page, end, delta: vrn << 61, key: 0 };
                 self.insert(r);
                 Ok(r)
             }
@@ -308,7 +321,7 @@ impl Layout {
                 let shareable = flags & map_flags::SHARED != 0
                     || (flags & map_flags::FILE != 0 && flags & map_flags::WRITE == 0)
                     || object.is_some() && flags & map_flags::WRITE == 0;
-                let delta = if self.shared_region && shareable {
+                let (delta, key) = if self.shared_region && shareable {
                     self.shared_place(start, len, object)
                 } else {
                     let vrn = if flags & map_flags::IMAGE != 0 {
@@ -324,9 +337,9 @@ impl Layout {
                     } else {
                         region::MMAP
                     };
-                    vrn << 61
+                    (vrn << 61, 0)
                 };
-                self.insert(Range { start, end, delta });
+                self.insert(Range { start, end, delta, key });
             }
             LayoutKind::Compact32 => {
                 self.map_compact(start, len)?;
@@ -335,8 +348,9 @@ impl Layout {
         Ok(())
     }
 
-    /// Shared region: the delta that puts `[start, start + len)` at its object's address.
-    fn shared_place(&mut self, start: u64, len: u64, object: Option<(u32, u64)>) -> u64 {
+    /// Shared region: the delta that puts `[start, start + len)` at its object's address, and
+    /// the object's protection key.
+    fn shared_place(&mut self, start: u64, len: u64, object: Option<(u32, u64)>) -> (u64, u32) {
         let (id, offset) = match object {
             Some(o) => o,
             None => {
@@ -344,24 +358,25 @@ impl Layout {
                 let base = self.shared_next;
                 self.shared_next += round_up(len, 1 << 16);
                 self.stats.shared_objects += 1;
-                return base.wrapping_sub(start);
+                return (base.wrapping_sub(start), SHARED_KEY | self.stats.shared_objects as u32);
             }
         };
         let need = offset.saturating_add(len);
-        let base = match self.objects.get(&id) {
-            Some(&(base, bytes)) if bytes >= need => base,
+        let (base, key) = match self.objects.get(&id) {
+            Some(&(base, bytes, key)) if bytes >= need => (base, key),
             _ => {
                 // A window for the object (a new, larger one if it grew): filled from the bottom,
                 // never freed (chapman03 §3.3).
                 let bytes = round_up(need, 1 << 16);
                 let base = self.shared_next;
                 self.shared_next += bytes;
-                self.objects.insert(id, (base, bytes));
                 self.stats.shared_objects += 1;
-                base
+                let key = SHARED_KEY | self.stats.shared_objects as u32;
+                self.objects.insert(id, (base, bytes, key));
+                (base, key)
             }
         };
-        (base + offset).wrapping_sub(start)
+        ((base + offset).wrapping_sub(start), key)
     }
 
     /// `compact32`: places `[start, start + len)` first-fit, keeping the offset modulo `align`.
@@ -385,7 +400,7 @@ impl Layout {
         }
         let i = slot.unwrap_or(self.cur.used.len());
         self.cur.used.insert(i, (at, at + span));
-        let r = Range { start, end: start.saturating_add(len), delta: at.wrapping_sub(lo_al) };
+        let r = Range { start, end: start.saturating_add(len), delta: at.wrapping_sub(lo_al), key: 0 };
         self.insert(r);
         Ok(r)
     }

@@ -17,6 +17,7 @@
 //! page table must do as [`PtOp`]s and which TLB ranges to shoot down.
 
 mod frames;
+pub mod keys;
 pub mod layout;
 pub mod regions;
 

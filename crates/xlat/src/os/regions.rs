@@ -51,10 +51,18 @@ pub struct ItaniumConfig {
     pub rid_alloc: RidAlloc,
     /// Program-specific text RIDs (region 2), chapman03 §3.2.
     pub share_text: bool,
-    /// Protection keys (not yet modelled: must stay false).
+    /// Protection keys: every reference checks its page's key against the process's PKRs.
     pub protection_keys: bool,
     /// Protection key registers (Itanium 2: 16).
     pub pkrs: u32,
+    /// Which PKR a key miss replaces.
+    pub pkr_policy: crate::os::keys::PkrPolicy,
+    /// Cycles of a key miss fault (default 160: a trap to the OS like gray05 §3.2's software
+    /// refill; an assumption, the papers do not measure it).
+    pub key_fault_cycles: u64,
+    /// Cycles of reloading the PKRs on a context switch (default 16: one per register; an
+    /// assumption, chapman03 §2.2.2 calls it "little overhead").
+    pub pkr_reload_cycles: u64,
     /// Key-based sharing: region 1 is one global shared region (chapman03 §3.3).
     pub shared_region: bool,
     /// Cycles of a RID purge (flushing the TLBs when contexts run out); default 1000.
@@ -69,6 +77,9 @@ impl Default for ItaniumConfig {
             share_text: false,
             protection_keys: false,
             pkrs: 16,
+            pkr_policy: crate::os::keys::PkrPolicy::Lru,
+            key_fault_cycles: 160,
+            pkr_reload_cycles: 16,
             shared_region: false,
             purge_cycles: 1000,
         }
@@ -86,12 +97,6 @@ impl ItaniumConfig {
         }
         if self.pkrs == 0 || self.pkrs > 64 {
             return Err(ParamError::new("itanium.pkrs", format!("{} is outside 1..=64", self.pkrs)));
-        }
-        if self.protection_keys {
-            return Err(ParamError::new(
-                "itanium.protection_keys",
-                "protection keys are not modelled yet; set it to false (sharing through region IDs works)",
-            ));
         }
         Ok(())
     }
