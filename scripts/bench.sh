@@ -5,6 +5,7 @@
 #   - .xtr + 64-entry fully associative LRU TLB + 4-level radix table, end to end (xlat run),
 #     on a real trace and on a 10M-reference synthetic trace with about 40% misses
 #   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
+#   - Itanium regions, layout and protection keys against the same design without them
 # Each figure is the best of 3 runs. Traces are made once into target/bench-data/.
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
 # it the bundled data/ trace is used, which is small and so noisier).
@@ -108,3 +109,11 @@ if [ ! -x "$V/bin/python" ]; then
 fi
 "$V/bin/python" -c 'import cachesim' 2>/dev/null || "$V/bin/pip" install -q pycachesim
 printf "%-46s %s\n" "pycachesim, same L1/L2, in-memory line list" "$("$V/bin/python" scripts/bench-caches.py "$D/real.lackey")"
+
+# Itanium: the same TLBs and long VHPT with and without the itanium-linux layout, region IDs,
+# shared text, the global shared region and protection keys (scripts/bench-itanium.toml).
+sed -e '/^\[layout\]/,$d' -e 's/^name = "itanium-keys"/name = "itanium-plain"/' scripts/bench-itanium.toml > "$D/bench-itanium-plain.toml"
+tp=$(best "$X" run -q -c "$D/bench-itanium-plain.toml" -t "$D/real.xtr")
+tk=$(best "$X" run -q -c scripts/bench-itanium.toml -t "$D/real.xtr")
+printf "%-46s %10.3f %7.1f M refs/s\n" "long VHPT, no regions or keys, real" "$tp" "$(echo "$xr_refs / $tp / 1000000" | bc -l)"
+printf "%-46s %10.3f %7.1f M refs/s (%.2fx the speed without)\n" "long VHPT + layout, regions, keys, real" "$tk" "$(echo "$xr_refs / $tk / 1000000" | bc -l)" "$(echo "$tp / $tk" | bc -l)"
