@@ -24,7 +24,9 @@ fn manifest_has_at_least_ten_workloads_with_both_sizes() {
     for w in &m.workload {
         assert!(w.small.n >= 1 && w.full.n > w.small.n, "{}: small {} full {}", w.name, w.small.n, w.full.n);
         assert!(!w.description.is_empty() && !w.package.is_empty(), "{}", w.name);
-        assert!(w.command.iter().any(|a| a.contains("{input}")), "{}: the command never reads its input", w.name);
+        // A generated input, or (the suite's own programs) the size as a parameter.
+        let reads = if w.setup.kind == "none" { "{n}" } else { "{input}" };
+        assert!(w.command.iter().any(|a| a.contains(reads)), "{}: the command never reads {reads}", w.name);
     }
     // Multi-process workloads are traced with their children, with QEMU.
     for name in ["pipeline", "make", "gcc"] {
@@ -49,7 +51,7 @@ fn manifest_errors_name_the_file_and_the_key() {
 
 #[test]
 fn generators_are_deterministic() {
-    for kind in KINDS {
+    for kind in KINDS.iter().filter(|&&k| k != "none") {
         let a = workloads::generate(kind, 7, 20);
         assert!(!a.is_empty() && a.iter().all(|(_, b)| !b.is_empty()), "{kind}");
         assert_eq!(a, workloads::generate(kind, 7, 20), "{kind}: two runs differ");
@@ -59,6 +61,7 @@ fn generators_are_deterministic() {
     let text = workloads::generate("text", 1, 100);
     assert_eq!(text[0].1.iter().filter(|&&b| b == b'\n').count(), 100);
     assert_eq!(workloads::generate("binary", 1, 3)[0].1.len(), 3 * 1024);
+    assert!(workloads::generate("none", 1, 3).is_empty(), "no input for the suite's own programs");
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -151,4 +154,85 @@ fn missing_programs_name_the_package() {
     assert!(err.contains("warning: skipped") && err.contains("ghost-pkg"), "{err}");
     let out = run(&["workloads", "build", "--only", "nope", "--dir", s(&dir)]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+}
+
+/// Records of an xtr file.
+fn records(path: &Path) -> Vec<xlat::trace::Record> {
+    let (mut r, _) = xlat::trace::open::open_reader_inline(s(path), None).unwrap();
+    let (mut out, mut batch) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
+        out.extend_from_slice(&batch);
+    }
+    out
+}
+
+/// The suite's own C programs: `extreme` forks its children after mapping a shared file of p
+/// pages that each child reads once per pass, yielding after each pass; `ctx-ring` passes a
+/// token round a ring of processes. Their traces switch processes where they yield or block.
+#[test]
+fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
+    use xlat::trace::{map_flags, Record};
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("cache");
+    ok(run(&[
+        "workloads",
+        "build",
+        "--size",
+        "small",
+        "--only",
+        "extreme,ctx-ring",
+        "--no-snapshot",
+        "--dir",
+        s(&dir),
+    ]));
+    let m = manifest();
+    let extreme = m.workload.iter().find(|w| w.name == "extreme").unwrap();
+    let pages = extreme.small.n;
+    let (nproc, passes) = (8u64, 10u64);
+    let t = records(&dir.join("extreme.xtr"));
+    // The shared mapping: p pages of 16 KB, MAP_SHARED, in the parent.
+    let (start, len) = t
+        .iter()
+        .find_map(|r| match *r {
+            Record::Map { start, len, flags } if flags & map_flags::SHARED != 0 => Some((start, len)),
+            _ => None,
+        })
+        .expect("a shared mapping");
+    assert_eq!(len, pages * 16384);
+    let mut cur = 0u32;
+    let mut touched: std::collections::BTreeMap<u32, std::collections::BTreeSet<u64>> = Default::default();
+    let (mut forks, mut switches) = (0u64, 0u64);
+    for r in &t {
+        match *r {
+            Record::Process { asid } => cur = asid,
+            Record::ContextSwitch { asid } => {
+                cur = asid;
+                switches += 1;
+            }
+            Record::Fork { .. } => forks += 1,
+            Record::Access { addr, kind, .. } if kind.is_data() && addr >= start && addr < start + len => {
+                touched.entry(cur).or_default().insert((addr - start) / 16384);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(forks, nproc);
+    assert_eq!(touched.len() as u64, nproc, "every child reads the mapping: {touched:?}");
+    assert!(touched.values().all(|p| p.len() as u64 == pages), "each child reads all p pages");
+    // One scheduling point per pass and child: most of them switch (a few find no other child
+    // ready); a quantum of 10,000 references alone would give a handful.
+    assert!(switches >= nproc * passes / 2, "{switches} switches");
+
+    let t = records(&dir.join("ctx-ring.xtr"));
+    let switches = t.iter().filter(|r| matches!(r, Record::ContextSwitch { .. })).count();
+    let procs: std::collections::BTreeSet<u32> = t
+        .iter()
+        .filter_map(|r| match *r {
+            Record::Process { asid } | Record::ContextSwitch { asid } => Some(asid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(procs.len(), 8);
+    // 100 rounds of 8 passes: a switch at each (the token is the only thing that runs).
+    assert!(switches >= 700, "{switches} switches");
 }

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -109,6 +110,7 @@ enum {
     R_EXEC = 0x07,   /* (none): first record of a new program image of the process (execve) */
     R_EXEC_CALL = 0x08, /* n:u8 path[n]: the process calls execve (or execveat) on path */
     R_EXEC_FAIL = 0x09, /* (none): that execve failed; the process goes on */
+    R_YIELD = 0x0a,     /* (none): the process yields or may block here (a scheduling point) */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -404,6 +406,24 @@ enum {
     SYS_EXIT_GROUP = 231,
     SYS_EXECVEAT = 322,
     SYS_CLONE3 = 435,
+    /* Calls that yield the processor or may block (scheduling points). */
+    SYS_READ = 0,
+    SYS_POLL = 7,
+    SYS_READV = 19,
+    SYS_SELECT = 23,
+    SYS_SCHED_YIELD = 24,
+    SYS_PAUSE = 34,
+    SYS_NANOSLEEP = 35,
+    SYS_RECVFROM = 45,
+    SYS_RECVMSG = 47,
+    SYS_WAIT4 = 61,
+    SYS_FUTEX = 202,
+    SYS_CLOCK_NANOSLEEP = 230,
+    SYS_EPOLL_WAIT = 232,
+    SYS_WAITID = 247,
+    SYS_PSELECT6 = 270,
+    SYS_PPOLL = 271,
+    SYS_EPOLL_PWAIT = 281,
 };
 #define CLONE_VM 0x100
 #define CLONE_VFORK 0x4000
@@ -474,6 +494,41 @@ static void ev_exec_call(struct buf *b, uint64_t addr)
     b->len += (uint32_t)len;
 }
 
+/* True if the call yields the processor or may block: sched_yield, sleeps, waits for children,
+   polls, futex waits, and reads from pipes and sockets (the guest's descriptors are the host's
+   in user mode, so fstat tells). */
+static bool yields(int64_t num, uint64_t a1, uint64_t a2)
+{
+    switch (num) {
+    case SYS_SCHED_YIELD:
+    case SYS_PAUSE:
+    case SYS_NANOSLEEP:
+    case SYS_CLOCK_NANOSLEEP:
+    case SYS_WAIT4:
+    case SYS_WAITID:
+    case SYS_POLL:
+    case SYS_PPOLL:
+    case SYS_SELECT:
+    case SYS_PSELECT6:
+    case SYS_EPOLL_WAIT:
+    case SYS_EPOLL_PWAIT:
+        return true;
+    case SYS_FUTEX: {
+        uint64_t op = a2 & 0x7f; /* without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
+        return op == 0 /* FUTEX_WAIT */ || op == 9 /* FUTEX_WAIT_BITSET */;
+    }
+    case SYS_READ:
+    case SYS_READV:
+    case SYS_RECVFROM:
+    case SYS_RECVMSG: {
+        struct stat st;
+        return fstat((int)a1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+    }
+    default:
+        return false;
+    }
+}
+
 static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2,
                        uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
@@ -484,6 +539,12 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
     b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5;
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
         ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
+    }
+    if (yields(num, a1, a2)) {
+        /* A scheduling point; what is buffered goes out before the process may block. */
+        room(b, 1);
+        put8(b, R_YIELD);
+        flush(b);
     }
     if (is_fork(num, a1) || num == SYS_CLONE || num == SYS_EXECVE || num == SYS_EXECVEAT || num == SYS_EXIT ||
         num == SYS_EXIT_GROUP) {

@@ -21,7 +21,27 @@ use std::time::{Duration, Instant};
 pub const GENERATOR_VERSION: u32 = 1;
 
 /// The input kinds the generators make.
-pub const KINDS: &[&str] = &["text", "binary", "c_source", "sql", "python", "sparse_heap", "makefile"];
+pub const KINDS: &[&str] = &["text", "binary", "c_source", "sql", "python", "sparse_heap", "makefile", "none"];
+
+/// The suite's own C programs (`workloads/src/NAME.c`), embedded so that a built or installed
+/// `xlat` can compile them; a workload names one as `program` and runs it as `{program}`.
+pub const PROGRAMS: &[(&str, &str)] = &[
+    ("extreme", include_str!("../../../workloads/src/extreme.c")),
+    ("ctx-ring", include_str!("../../../workloads/src/ctx-ring.c")),
+];
+
+/// The built program `name` of [`PROGRAMS`], compiling it on first use.
+pub fn program(name: &str) -> Result<PathBuf, String> {
+    let (n, src) = PROGRAMS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| format!("no program '{name}' in workloads/src (known: {})", program_names()))?;
+    tracer::plugin::ensure_program(n, src).map_err(|e| e.to_string())
+}
+
+fn program_names() -> String {
+    PROGRAMS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
 
 /// A workload error: one line naming the file, workload or key concerned.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +103,10 @@ pub struct Workload {
     /// Further programs needed, as program name to Debian package.
     #[serde(default)]
     pub requires: BTreeMap<String, String>,
+    /// One of the suite's own C programs (`workloads/src/NAME.c`), built with `cc` and run as
+    /// `{program}` in `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// How the input is generated.
     pub setup: Setup,
     /// Size parameters for CI.
@@ -178,17 +202,27 @@ impl Workload {
     /// A hash of this entry, the size and the generator version: the sidecar's key.
     pub fn hash(&self, size: Size) -> String {
         let text = serde_json::to_string(self).unwrap_or_default();
-        let key = format!("{GENERATOR_VERSION}\n{}\n{text}", size.name());
+        let source =
+            self.program.as_deref().and_then(|p| PROGRAMS.iter().find(|(n, _)| *n == p)).map_or("", |(_, s)| s);
+        let key = format!("{GENERATOR_VERSION}\n{}\n{text}\n{source}", size.name());
         format!("{:016x}", fnv1a(key.as_bytes()))
     }
 
-    /// The command with its placeholders filled: `{input}`, `{dir}`, and `{cc1}` (the C
-    /// compiler proper, as `gcc -print-prog-name=cc1` names it).
-    pub fn argv(&self, input: &Path, dir: &Path) -> Result<Vec<String>, WorkloadError> {
+    /// The command with its placeholders filled: `{input}`, `{dir}`, `{n}` (the size
+    /// parameter), `{program}` (the built suite program) and `{cc1}` (the C compiler proper, as
+    /// `gcc -print-prog-name=cc1` names it).
+    pub fn argv(&self, input: &Path, dir: &Path, size: Size) -> Result<Vec<String>, WorkloadError> {
         let (input, dir) = (input.to_string_lossy(), dir.to_string_lossy());
+        let n = self.params(size).n.to_string();
         let mut argv = Vec::new();
         for a in &self.command {
-            let mut a = a.replace("{input}", &input).replace("{dir}", &dir);
+            let mut a = a.replace("{input}", &input).replace("{dir}", &dir).replace("{n}", &n);
+            if a.contains("{program}") {
+                let name =
+                    self.program.as_deref().ok_or_else(|| build_err(self, "`{program}` needs a `program` key"))?;
+                let built = program(name).map_err(|e| build_err(self, e))?;
+                a = a.replace("{program}", &built.to_string_lossy());
+            }
             if a.contains("{cc1}") {
                 a = a.replace("{cc1}", &cc1().map_err(|e| build_err(self, e))?);
             }
@@ -246,6 +280,15 @@ impl Manifest {
                     KINDS.join(", "),
                     w.setup.kind
                 )));
+            }
+            match &w.program {
+                Some(p) if !PROGRAMS.iter().any(|(n, _)| n == p) => {
+                    return Err(err(format!("{at}: `program` must be one of {}, not '{p}'", program_names())));
+                }
+                None if w.command.iter().any(|a| a.contains("{program}")) => {
+                    return Err(err(format!("{at}: `command` uses {{program}} but there is no `program` key")));
+                }
+                _ => {}
             }
             if w.small.n == 0 || w.full.n == 0 {
                 return Err(err(format!("{at}: `small.n` and `full.n` must be at least 1")));
@@ -610,7 +653,7 @@ pub fn build(w: &Workload, size: Size, dir: &Path, with_snapshot: bool) -> Resul
     }
     std::fs::create_dir_all(dir).map_err(|e| build_err(w, format!("{}: cannot create: {e}", dir.display())))?;
     let input = write_input(w, size, dir).map_err(|e| build_err(w, format!("cannot write the input: {e}")))?;
-    let argv = w.argv(&input, dir)?;
+    let argv = w.argv(&input, dir, size)?;
     let out_path = dir.join(format!("{}.out", w.name));
     let backend = Backend::from_name(&w.backend).unwrap_or(Backend::Qemu);
     let spec = TraceSpec {

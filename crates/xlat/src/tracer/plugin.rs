@@ -56,7 +56,14 @@ pub fn cache_dir() -> PathBuf {
 
 /// The built plugin, compiling it first if the cache does not hold this source's build.
 pub fn ensure_built() -> Result<PathBuf, TracerError> {
-    ensure(&Unit { name: "xlat_plugin", source: SOURCE, flags: CFLAGS, why: "it compiles xlat's QEMU plugin" })
+    ensure(&Unit {
+        name: "xlat_plugin",
+        source: SOURCE,
+        flags: CFLAGS,
+        why: "it compiles xlat's QEMU plugin",
+        ext: ".so",
+        dir: "crates/xlat/plugin",
+    })
 }
 
 /// The built exec shim (`xlat_exec_shim-KEY.so` in the same cache), compiling it first if
@@ -67,20 +74,42 @@ pub fn ensure_shim_built() -> Result<PathBuf, TracerError> {
         source: SHIM_SOURCE,
         flags: SHIM_CFLAGS,
         why: "it compiles xlat's exec shim for --children",
+        ext: ".so",
+        dir: "crates/xlat/plugin",
     })
 }
 
-/// A C source built into a cached shared object.
+/// Compiler flags of the workload suite's C programs (part of their cache key).
+pub const PROGRAM_CFLAGS: &[&str] = &["-O2", "-std=gnu11"];
+
+/// A C program of the workload suite (`workloads/src/NAME.c`, embedded in the binary), built
+/// with the system C compiler into the same cache as `NAME-KEY`, compiling it first if needed.
+pub fn ensure_program(name: &'static str, source: &'static str) -> Result<PathBuf, TracerError> {
+    ensure(&Unit {
+        name,
+        source,
+        flags: PROGRAM_CFLAGS,
+        why: "it compiles the workload suite's C programs",
+        ext: "",
+        dir: "workloads/src",
+    })
+}
+
+/// A C source built into a cached shared object or program.
 struct Unit {
     name: &'static str,
     source: &'static str,
     flags: &'static [&'static str],
     why: &'static str,
+    /// File extension of the build (`.so`, or nothing for a program).
+    ext: &'static str,
+    /// Where the source lives in the repository (for errors).
+    dir: &'static str,
 }
 
 fn ensure(u: &Unit) -> Result<PathBuf, TracerError> {
     let dir = cache_dir();
-    let so = dir.join(format!("{}-{}.so", u.name, key_of(u.source, u.flags)));
+    let so = dir.join(format!("{}-{}{}", u.name, key_of(u.source, u.flags), u.ext));
     if so.is_file() {
         return Ok(so);
     }
@@ -92,7 +121,7 @@ fn build_into(u: &Unit, dir: &Path, so: &Path) -> Result<PathBuf, TracerError> {
     std::fs::create_dir_all(dir).map_err(|e| TracerError::io(format!("{}: cannot create", dir.display()), e))?;
     let tag = format!("{}-{}", std::process::id(), key_of(u.source, u.flags));
     let src = dir.join(format!("{}-{tag}.c", u.name));
-    let tmp = dir.join(format!("{}-{tag}.so.partial", u.name));
+    let tmp = dir.join(format!("{}-{tag}{}.partial", u.name, u.ext));
     std::fs::write(&src, u.source).map_err(|e| TracerError::io(format!("{}: cannot write", src.display()), e))?;
     // Libraries come after the source.
     let (libs, flags): (Vec<&str>, Vec<&str>) = u.flags.iter().partition(|f| f.starts_with("-l"));
@@ -111,7 +140,7 @@ fn build_into(u: &Unit, dir: &Path, so: &Path) -> Result<PathBuf, TracerError> {
         let text = String::from_utf8_lossy(&out.stderr);
         let first: Vec<&str> = text.lines().filter(|l| l.contains("error")).take(2).collect();
         return Err(TracerError::Build {
-            path: format!("crates/xlat/plugin/{}.c", u.name),
+            path: format!("{}/{}.c", u.dir, u.name),
             message: if first.is_empty() { format!("cc exited with {}", out.status) } else { first.join("; ") },
         });
     }

@@ -16,6 +16,7 @@
 //! | `0x07` | | first record of a new program image of the process (`execve`) |
 //! | `0x08` | `n:u8 path[n]` | the process calls `execve` on `path` (empty if unreadable) |
 //! | `0x09` | | that `execve` failed |
+//! | `0x0a` | | a scheduling point: the process yields or may block (`sched_yield`, a read from a pipe or socket, a wait, a sleep, a poll, a futex wait) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
 //! A data access tag is `0x80 | store 0x40 | modify 0x20 | short 0x10 | log2(size)`; with the
@@ -42,6 +43,7 @@ const R_START: u8 = 0x06;
 const R_EXEC: u8 = 0x07;
 const R_EXEC_CALL: u8 = 0x08;
 const R_EXEC_FAIL: u8 = 0x09;
+const R_YIELD: u8 = 0x0a;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -74,6 +76,11 @@ struct Proc {
     prev: Option<u32>,
     /// The thread whose records were queued last (a `Thread` record marks each change).
     thread: Option<u32>,
+    /// Records ever queued and ever emitted (positions in the process's record sequence).
+    pushed: u64,
+    taken: u64,
+    /// Scheduling points: positions (in `pushed` numbering) after which the process yields.
+    yields: std::collections::VecDeque<u64>,
 }
 
 /// Counts of what the demultiplexer saw.
@@ -89,6 +96,10 @@ pub struct DemuxStats {
     pub context_switches: u64,
     /// Accesses by kind (ifetch, load, store, modify).
     pub by_kind: [u64; 4],
+    /// Scheduling points (yields and calls that may block) read.
+    pub yields: u64,
+    /// Context switches made at scheduling points.
+    pub yield_switches: u64,
     /// Chunks decoded.
     pub chunks: u64,
     /// Stream bytes decoded.
@@ -206,7 +217,18 @@ impl Demux {
             }
         }
         p.queue.extend_from_slice(rs);
+        p.pushed += rs.len() as u64;
         self.buffered += rs.len();
+    }
+
+    /// Process `asid` reached a scheduling point after the records queued so far: it yields
+    /// the processor there (or blocks), and the next process with records runs.
+    pub fn yield_point(&mut self, asid: u32) {
+        let p = &mut self.procs[asid as usize];
+        if p.yields.back() != Some(&p.pushed) {
+            p.yields.push_back(p.pushed);
+        }
+        self.stats.yields += 1;
     }
 
     /// Marks `asid` as forked: it does not run before its parent's `Fork` record.
@@ -269,13 +291,23 @@ impl Demux {
         self.used = 0;
     }
 
-    /// Moves records of the running process to `out` until its quantum is used or its queue is
-    /// empty; returns true if the quantum was used up.
-    fn run_current(&mut self, c: u32, out: &mut Vec<Record>) -> bool {
+    /// Moves records of the running process to `out` until its quantum is used, it reaches a
+    /// scheduling point, or its queue is empty.
+    fn run_current(&mut self, c: u32, out: &mut Vec<Record>) -> Ran {
         let mut forked = Vec::new();
         let budget = self.quantum - self.used;
         let p = &mut self.procs[c as usize];
-        let q = &p.queue[p.head..];
+        // Records up to the next scheduling point.
+        while p.yields.front().is_some_and(|&y| y < p.taken) {
+            p.yields.pop_front();
+        }
+        let stop = p.yields.front().map(|&y| (y - p.taken) as usize);
+        if stop == Some(0) {
+            p.yields.pop_front();
+            return Ran::Yielded;
+        }
+        let avail = p.queue.len() - p.head;
+        let q = &p.queue[p.head..p.head + stop.map_or(avail, |s| s.min(avail))];
         let (mut refs, mut events, mut end, mut exited) = (0u64, 0u64, q.len(), false);
         let by_kind = &mut self.stats.by_kind;
         for (i, r) in q.iter().enumerate() {
@@ -300,7 +332,12 @@ impl Demux {
             }
         }
         out.extend_from_slice(&q[..end]);
+        let yielded = stop == Some(end) && end == q.len();
+        if yielded {
+            p.yields.pop_front();
+        }
         p.head += end;
+        p.taken += end as u64;
         p.exit_emitted |= exited;
         p.refs -= refs;
         if p.head == p.queue.len() {
@@ -317,7 +354,13 @@ impl Demux {
         for child in forked {
             self.procs[child as usize].waiting_for_fork = false;
         }
-        self.used >= self.quantum
+        if self.used >= self.quantum {
+            Ran::Quantum
+        } else if yielded {
+            Ran::Yielded
+        } else {
+            Ran::Drained
+        }
     }
 
     /// Emits what can be scheduled now into `out`. With `end` (the stream ended, after
@@ -344,15 +387,42 @@ impl Demux {
                     _ => return,
                 }
             }
-            if self.run_current(c, out) {
-                // Quantum used: the next process with records, if any other.
-                self.used = 0;
-                if let Some(n) = self.next_ready(Some(c), 0) {
-                    if n != c {
-                        self.switch(n, out);
+            match self.run_current(c, out) {
+                Ran::Quantum => {
+                    // Quantum used: the next process with records, if any other.
+                    self.used = 0;
+                    if let Some(n) = self.next_ready(Some(c), 0) {
+                        if n != c {
+                            self.switch(n, out);
+                        }
                     }
+                    continue;
                 }
-                continue;
+                Ran::Yielded => {
+                    // A scheduling point: the next process with records runs. If no other has
+                    // records yet but one is alive, wait for them (it is running on the host),
+                    // unless this one is a quantum ahead (the others are probably blocked on it).
+                    match self.next_ready(Some(c), 0) {
+                        Some(n) if n != c => {
+                            self.stats.yield_switches += 1;
+                            self.switch(n, out);
+                        }
+                        _ => {
+                            let others_alive = self
+                                .procs
+                                .iter()
+                                .enumerate()
+                                .any(|(a, p)| a != c as usize && !p.finished && !p.waiting_for_fork);
+                            let p = &mut self.procs[c as usize];
+                            if others_alive && !end && p.refs < self.quantum && self.buffered < BACKLOG {
+                                p.yields.push_front(p.taken);
+                                return;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                Ran::Drained => {}
             }
             // The running process has no buffered records.
             let finished = self.procs[c as usize].finished;
@@ -368,6 +438,17 @@ impl Demux {
             }
         }
     }
+}
+
+/// How far the running process ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ran {
+    /// It used its quantum.
+    Quantum,
+    /// It reached a scheduling point.
+    Yielded,
+    /// Its queue is empty.
+    Drained,
 }
 
 /// Decodes the plugin's chunk stream into a [`Demux`].
@@ -558,6 +639,13 @@ impl StreamDecoder {
                     demux.pending_exec.remove(&pid);
                     i += 1;
                 }
+                R_YIELD => {
+                    // Records of this chunk decoded so far go first.
+                    demux.push_many(asid, tmp);
+                    tmp.clear();
+                    demux.yield_point(asid);
+                    i += 1;
+                }
                 R_START => {
                     if i + 5 > p.len() {
                         return Err(self.bad(i, trunc));
@@ -704,6 +792,41 @@ mod tests {
         );
         assert_eq!(d.stats().by_kind, [3, 0, 1, 1]);
         assert_eq!(d.pid(0), Some(42));
+    }
+
+    #[test]
+    fn processes_switch_at_scheduling_points_before_their_quantum() {
+        // Two forked processes that each yield after every 2 references, with a large quantum:
+        // the trace switches at every yield once both have records.
+        let mut start = vec![R_START];
+        start.extend_from_slice(&10u32.to_le_bytes());
+        let mut parent = vec![R_FORK];
+        parent.extend_from_slice(&11u32.to_le_bytes());
+        let mut stream = chunk(10, &parent);
+        stream.extend(chunk(11, &start));
+        for round in 0..3u64 {
+            for pid in [10u32, 11] {
+                let mut c = loads(0x1000 * (pid as u64) + round * 0x100, 2);
+                c.push(R_YIELD);
+                stream.extend(chunk(pid, &c));
+            }
+        }
+        let (out, d) = decode_all(&stream, 1000);
+        let switches: Vec<usize> =
+            out.iter().enumerate().filter(|(_, r)| matches!(r, Record::ContextSwitch { .. })).map(|(i, _)| i).collect();
+        assert_eq!(d.stats().yields, 6);
+        assert!(switches.len() >= 5, "a switch at each yield: {out:?}");
+        // Between two switches, one process issues the 2 references of one pass (the last
+        // switches go to the exits).
+        for w in switches[..6].windows(2) {
+            let refs = out[w[0]..w[1]].iter().filter(|r| matches!(r, Record::Access { .. })).count();
+            assert_eq!(refs, 2, "{out:?}");
+        }
+        // A truncated chunk after a yield is still an error with an offset, not a panic.
+        let mut bad = chunk(10, &[R_YIELD, 0x80 | 3]);
+        bad.truncate(bad.len());
+        let mut dec = StreamDecoder::new("t");
+        assert!(dec.decode(&bad, &mut Demux::new(10)).is_err());
     }
 
     #[test]
