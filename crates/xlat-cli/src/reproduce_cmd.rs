@@ -11,19 +11,23 @@ use xlat::workloads::{self, Manifest, Size};
 
 /// The workloads of `--quick`: small, quick to trace, single- and multi-process.
 const QUICK: &[&str] = &["gzip", "sort", "sqlite3", "python-dict", "sparse-heap", "pipeline"];
+/// The workloads of gray05's `--quick`.
+const QUICK_GRAY05: &[&str] = &["gzip", "sort", "sqlite3", "pipeline"];
 /// References simulated per workload in `--quick`.
 const QUICK_REFS: u64 = 4_000_000;
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// The paper: talluri95.
-    #[arg(value_parser = ["talluri95"])]
+    /// The paper: talluri95 (page tables, superpage and subblock TLBs), chapman03 (Itanium
+    /// short and long VHPT, TLB-entry sharing), gray05 (hardware walker, long VHPT size).
+    #[arg(value_parser = ["talluri95", "chapman03", "gray05"])]
     paper: String,
-    /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md.
-    #[arg(long, default_value = "reproduce-talluri95", value_name = "DIR")]
-    out: PathBuf,
-    /// A few small workloads, the first 4 M references of each: minutes instead of hours
-    /// (what the test command runs).
+    /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md
+    /// (default: reproduce-PAPER).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// A few small workloads (chapman03: a few points of each sweep), the first 4 M references
+    /// of each: minutes instead of hours (what the test command runs).
     #[arg(long)]
     quick: bool,
     /// Suite size (default: small with --quick, else full).
@@ -54,15 +58,24 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         None => Size::Full,
     };
     let dir = a.dir.clone().unwrap_or_else(|| default_dir(size));
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}", a.paper)));
+    let started = Instant::now();
+    if a.paper == "chapman03" {
+        let plan = reproduce::chapman03::Plan::new(a.quick);
+        let res = reproduce::chapman03::chapman03(plan, &dir.join("chapman03"), &mut |m| eprintln!("{m}"))?;
+        let (files, warnings) = res.write(&out)?;
+        return report(&a.paper, res.runs.len(), "runs", started, &res.claims(), &files, &warnings, &out);
+    }
     let only: Vec<String> = if !a.only.is_empty() {
         a.only.clone()
+    } else if a.quick && a.paper == "gray05" {
+        QUICK_GRAY05.iter().map(|s| s.to_string()).collect()
     } else if a.quick {
         QUICK.iter().map(|s| s.to_string()).collect()
     } else {
         Vec::new()
     };
     let selected = manifest.select(&only).map_err(|e| anyhow!(e))?;
-    let started = Instant::now();
     let mut inputs = Vec::new();
     for w in selected {
         if let Some(e) = w.missing() {
@@ -94,21 +107,39 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         max_refs: a.max_refs.or(if a.quick { Some(QUICK_REFS) } else { None }),
         reservation_failure: a.reservation_failure,
     };
+    if a.paper == "gray05" {
+        let res = reproduce::gray05::gray05(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
+        let (files, warnings) = res.write(&out)?;
+        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
+    }
     let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
-    let (files, warnings) = res.write(&a.out)?;
-    for w in &warnings {
+    let (files, warnings) = res.write(&out)?;
+    report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out)
+}
+
+/// Prints a reproduction's outcome: one line, then one per claim.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    paper: &str,
+    n: usize,
+    what: &str,
+    started: Instant,
+    claims: &[reproduce::Claim],
+    files: &[PathBuf],
+    warnings: &[String],
+    out: &std::path::Path,
+) -> Result<()> {
+    for w in warnings {
         eprintln!("xlat: warning: {w}");
     }
-    let claims = res.claims();
     outln!(
-        "talluri95: {} workloads in {:.1} s; {} of {} claims agree; report: {}",
-        res.workloads.len(),
+        "{paper}: {n} {what} in {:.1} s; {} of {} claims agree; report: {}",
         started.elapsed().as_secs_f64(),
         claims.iter().filter(|c| c.holds).count(),
         claims.len(),
-        a.out.join("report.md").display()
+        out.join("report.md").display()
     );
-    for c in &claims {
+    for c in claims {
         outln!("  [{}] {}: {}", if c.holds { "agrees" } else { "differs" }, c.paper, c.measured);
     }
     outln!("files: {}", files.len());

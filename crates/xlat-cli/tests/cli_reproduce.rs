@@ -126,3 +126,95 @@ fn unknown_paper_and_missing_workload_are_one_line_errors() {
     assert!(e.contains("--reservation-failure") && e.trim_end().lines().count() == 1, "{e}");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was built");
 }
+
+/// The runs of a chapman03 or gray05 `results.json`.
+fn runs(out: &std::path::Path) -> (Vec<Value>, Value) {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    (v["results"]["runs"].as_array().unwrap().clone(), v)
+}
+
+fn check_outputs(out: &std::path::Path, stems: &[&str], claims: usize) {
+    for stem in stems {
+        for ext in ["csv", "svg"] {
+            let p = out.join(format!("{stem}.{ext}"));
+            assert!(p.is_file(), "{}", p.display());
+        }
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let (_, v) = runs(out);
+    let cs = v["claims"].as_array().unwrap();
+    assert_eq!(cs.len(), claims);
+    for c in cs {
+        assert!(report.contains(c["paper"].as_str().unwrap()), "every claim is in the report");
+    }
+}
+
+/// `xlat reproduce chapman03 --quick`: extreme and ctx-ring traced at a few points, the Itanium
+/// presets over them; the paper's claims as inequalities on the raw counters.
+#[test]
+fn quick_chapman03_measures_sharing_and_the_two_vhpt_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "chapman03", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_outputs(&out, &["figure2", "table3"], 7);
+    let (runs, _) = runs(&out);
+    let get = |e: &str, x: u64, y: u64, d: &str| {
+        runs.iter()
+            .find(|r| r["experiment"] == e && u(r, "/x") == x && u(r, "/y") == y && r["design"] == d)
+            .unwrap_or_else(|| panic!("no run {e} {x} {y} {d}"))
+            .clone()
+    };
+    let cyc = |e: &str, x: u64, y: u64, d: &str| u(&get(e, x, y, d), "/cycles") as f64;
+    let saved = |e: &str, p: u64, n: u64| 1.0 - cyc(e, p, n, "itanium2-lvhpt-sharing") / cyc(e, p, n, "itanium2-lvhpt");
+    for (p, factor) in [(16, 2), (64, 4)] {
+        // While the pages fit: the 8 processes share the data TLB's entries (at 16 pages the 8
+        // private copies still almost fit the 128-entry level-2 data TLB).
+        let (shared, private) = (get("fig2", p, 8, "itanium2-lvhpt-sharing"), get("fig2", p, 8, "itanium2-lvhpt"));
+        assert!(u(&shared, "/l2_dtlb_misses") * factor < u(&private, "/l2_dtlb_misses"), "p={p}: {shared} {private}");
+        assert!(u(&shared, "/key_misses") > 0, "key-based sharing checks keys");
+    }
+    // Figure 2: about half the runtime saved while fitting; less past the reach; weak in n.
+    assert!(saved("fig2", 64, 8) >= 0.35, "{}", saved("fig2", 64, 8));
+    assert!(saved("fig2", 512, 8) > 0.0 && saved("fig2", 512, 8) <= 0.75 * saved("fig2", 64, 8));
+    assert!((saved("fig2-n", 64, 4) - saved("fig2-n", 64, 8)).abs() <= 0.15);
+    // Table 3: with 16 processes and no working set, the long VHPT wins (the short one's
+    // page-table pages need TLB entries per process).
+    assert!(cyc("table3", 16, 0, "itanium2-lvhpt") < cyc("table3", 16, 0, "itanium2-linux"));
+    // Where xlat differs (explained in the report): the short VHPT is faster on extreme.
+    assert!(cyc("fig2", 512, 8, "itanium2-lvhpt") > cyc("fig2", 512, 8, "itanium2-linux"));
+    // §3.1: sequential RIDs collide in the hash, byte-swapped ones far less.
+    let coll = |d: &str| runs.iter().filter(|r| r["design"] == d).map(|r| u(r, "/vhpt_collisions")).sum::<u64>();
+    assert!(coll("itanium2-lvhpt-sequential") > 2 * coll("itanium2-lvhpt").max(1));
+}
+
+/// `xlat reproduce gray05 --quick`: four workloads of the suite under the short VHPT with and
+/// without the hardware walker and the long VHPT at two sizes.
+#[test]
+fn quick_gray05_measures_the_walker_and_the_long_vhpt_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "gray05", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_outputs(&out, &["runtime"], 4);
+    let (runs, v) = runs(&out);
+    let ws: Vec<String> =
+        v["results"]["workloads"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect();
+    assert_eq!(ws.len(), 4);
+    let get = |w: &str, d: &str| runs.iter().find(|r| r["workload"] == w && r["design"] == d).unwrap().clone();
+    let per_refill = |d: &str| {
+        let (c, n) = runs
+            .iter()
+            .filter(|r| r["design"] == d)
+            .fold((0, 0), |(c, n), r| (c + u(r, "/refill_cycles"), n + u(r, "/walks")));
+        c as f64 / n as f64
+    };
+    assert!(per_refill("short-hardware") < per_refill("short-software") / 2.0);
+    for w in &ws {
+        let c = |d: &str| u(&get(w, d), "/cycles");
+        assert!(c("short-software") > c("short-hardware"), "{w}: the walker saves time");
+        // Where xlat differs (explained): the long VHPT is a little slower on short traces.
+        assert!(c("long-4x") as f64 <= 1.10 * c("short-hardware") as f64, "{w}");
+        assert!(u(&get(w, "long-undersized"), "/vhpt_collisions") > u(&get(w, "long-4x"), "/vhpt_collisions"), "{w}");
+    }
+}

@@ -1,10 +1,5 @@
-//! Paper reproductions: `xlat reproduce talluri95`.
-//!
-//! A reproduction runs real workloads (traces and address-space snapshots from the workload
-//! suite) through the designs a paper compares, writes one CSV file and one chart (SVG and PNG)
-//! per figure, a JSON file with every number, and a Markdown report that puts each claim of the
-//! paper beside xlat's measurement. Claims are evaluated from the measured numbers (never
-//! pasted in); where xlat disagrees, the report says so and why.
+//! `xlat reproduce talluri95`: workload traces and address-space snapshots of the suite through
+//! the page tables and TLB formats the paper compares.
 //!
 //! talluri95 (Talluri, Hill, Khalidi, SOSP 1995) — see `docs/reproduce.md`:
 //! - Figure 9: page-table size of linear (6-level and "1-level"), forward-mapped (7-level),
@@ -14,82 +9,16 @@
 //!   partial-subblock and complete-subblock (prefetching) 64-entry fully associative TLBs;
 //! - the TLB miss reductions of superpage and subblock TLBs.
 
+use super::{fmt_list, write_outputs, Claim, Options, ReproError, WorkloadInput};
 use crate::config::{Config, ConfigError};
-use crate::engine::{self, RunOptions, SimError, System};
+use crate::engine::{self, RunOptions, System};
 use crate::plot::{BarChart, Series};
 use crate::snapshot::{self, Snapshot, SnapshotError};
 use crate::trace::open::open_reader_inline;
-use crate::trace::TraceError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// A reproduction that could not be completed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReproError {
-    /// A design could not be built.
-    #[error("reproduce: {0}")]
-    Config(#[from] ConfigError),
-    /// A trace could not be read or simulated.
-    #[error("reproduce: workload '{workload}': {error}")]
-    Sim {
-        /// Which workload.
-        workload: String,
-        /// What went wrong.
-        error: SimError,
-    },
-    /// A trace could not be opened.
-    #[error("reproduce: workload '{workload}': {error}")]
-    Trace {
-        /// Which workload.
-        workload: String,
-        /// What went wrong.
-        error: TraceError,
-    },
-    /// A snapshot could not be read or evaluated.
-    #[error("reproduce: workload '{workload}': {error}")]
-    Snapshot {
-        /// Which workload.
-        workload: String,
-        /// What went wrong.
-        error: SnapshotError,
-    },
-    /// An output file could not be written.
-    #[error("reproduce: {path}: {message}")]
-    Output {
-        /// The file.
-        path: String,
-        /// Why.
-        message: String,
-    },
-    /// Nothing to reproduce.
-    #[error("reproduce: {0}")]
-    Input(String),
-}
-
-/// One workload given to a reproduction.
-#[derive(Clone, Debug)]
-pub struct WorkloadInput {
-    /// Name in tables and charts.
-    pub name: String,
-    /// Its trace (`.xtr` or any format xlat reads).
-    pub trace: PathBuf,
-    /// Its address-space snapshot, if one was taken.
-    pub snapshot: Option<PathBuf>,
-    /// Processes in the trace.
-    pub processes: u64,
-}
-
-/// Options of a reproduction.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// Simulate at most this many references of each trace (`None`: whole traces).
-    pub max_refs: Option<u64>,
-    /// `os.reservation_failure` of every design: the fraction of page reservations that fail as
-    /// in fragmented memory (0: none).
-    pub reservation_failure: f64,
-}
 
 /// The TLB designs of Figure 11, in figure order.
 pub const TLBS: [TlbKind; 4] =
@@ -489,25 +418,6 @@ fn sizes(snap: &Snapshot, source: &str, reservation_failure: f64) -> Result<Size
 
 /// Fewest misses to mapped pages for a workload's cache-lines-per-miss to enter a claim.
 pub const MIN_MISSES: u64 = 100;
-
-/// One claim of the paper beside the measurement.
-#[derive(Clone, Debug, Serialize)]
-pub struct Claim {
-    /// Where in the paper.
-    pub source: &'static str,
-    /// What the paper says.
-    pub paper: &'static str,
-    /// What xlat measured.
-    pub measured: String,
-    /// Whether the measurement agrees.
-    pub holds: bool,
-    /// Why it differs, or a remark.
-    pub note: String,
-}
-
-fn fmt_list(items: &[(String, f64)], digits: usize) -> String {
-    items.iter().map(|(n, v)| format!("{n} {v:.digits$}")).collect::<Vec<_>>().join(", ")
-}
 
 impl Talluri95 {
     fn with_sizes(&self) -> impl Iterator<Item = (&WorkloadResult, &Sizes)> {
@@ -913,32 +823,8 @@ impl Talluri95 {
     /// `dir`; returns the files written. A PNG that cannot be drawn (no font) is reported in the
     /// returned warnings, not as an error: the SVG and CSV carry the same data.
     pub fn write(&self, dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>), ReproError> {
-        let err = |p: &Path, m: String| ReproError::Output { path: p.display().to_string(), message: m };
-        std::fs::create_dir_all(dir).map_err(|e| err(dir, e.to_string()))?;
-        let mut files = Vec::new();
-        let mut warnings = Vec::new();
-        for (stem, chart) in self.figures() {
-            let csv = dir.join(format!("{stem}.csv"));
-            std::fs::write(&csv, chart.csv()).map_err(|e| err(&csv, e.to_string()))?;
-            files.push(csv);
-            let svg = dir.join(format!("{stem}.svg"));
-            chart.write_svg(&svg).map_err(|e| err(&svg, e.to_string()))?;
-            files.push(svg);
-            let png = dir.join(format!("{stem}.png"));
-            match chart.write_png(&png) {
-                Ok(()) => files.push(png),
-                Err(e) => warnings.push(format!("{}: {e}", png.display())),
-            }
-        }
-        let json = dir.join("results.json");
         let value = serde_json::json!({ "paper": "talluri95", "results": self, "claims": self.claims() });
-        std::fs::write(&json, serde_json::to_string_pretty(&value).expect("serialisable") + "\n")
-            .map_err(|e| err(&json, e.to_string()))?;
-        files.push(json);
-        let md = dir.join("report.md");
-        std::fs::write(&md, self.markdown()).map_err(|e| err(&md, e.to_string()))?;
-        files.push(md);
-        Ok((files, warnings))
+        write_outputs(dir, self.figures(), &value, &self.markdown())
     }
 }
 

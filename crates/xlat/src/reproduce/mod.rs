@@ -1,0 +1,231 @@
+//! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05` (docs/reproduce.md).
+//!
+//! A reproduction runs real programs through the designs a paper compares, writes one CSV file and
+//! one chart (SVG and PNG) per figure, a JSON file with every number, and a Markdown report that
+//! puts each claim of the paper beside xlat's measurement. Claims are evaluated from the measured
+//! numbers (never pasted in); where xlat disagrees, the report says so and why. This module holds
+//! what the reproductions share; each paper is a file of its own.
+
+pub mod chapman03;
+pub mod gray05;
+pub mod talluri95;
+
+pub use talluri95::*;
+
+use crate::config::{Config, ConfigError};
+use crate::engine::{self, RunOptions, SimError, System};
+use crate::plot::BarChart;
+use crate::snapshot::SnapshotError;
+use crate::trace::TraceError;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A reproduction that could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReproError {
+    /// A design could not be built.
+    #[error("reproduce: {0}")]
+    Config(#[from] ConfigError),
+    /// A trace could not be read or simulated.
+    #[error("reproduce: workload '{workload}': {error}")]
+    Sim {
+        /// Which workload.
+        workload: String,
+        /// What went wrong.
+        error: SimError,
+    },
+    /// A trace could not be opened.
+    #[error("reproduce: workload '{workload}': {error}")]
+    Trace {
+        /// Which workload.
+        workload: String,
+        /// What went wrong.
+        error: TraceError,
+    },
+    /// A snapshot could not be read or evaluated.
+    #[error("reproduce: workload '{workload}': {error}")]
+    Snapshot {
+        /// Which workload.
+        workload: String,
+        /// What went wrong.
+        error: SnapshotError,
+    },
+    /// An output file could not be written.
+    #[error("reproduce: {path}: {message}")]
+    Output {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// Nothing to reproduce.
+    #[error("reproduce: {0}")]
+    Input(String),
+}
+
+/// One workload given to a reproduction.
+#[derive(Clone, Debug)]
+pub struct WorkloadInput {
+    /// Name in tables and charts.
+    pub name: String,
+    /// Its trace (`.xtr` or any format xlat reads).
+    pub trace: PathBuf,
+    /// Its address-space snapshot, if one was taken.
+    pub snapshot: Option<PathBuf>,
+    /// Processes in the trace.
+    pub processes: u64,
+}
+
+/// Options of a reproduction.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Simulate at most this many references of each trace (`None`: whole traces).
+    pub max_refs: Option<u64>,
+    /// `os.reservation_failure` of every design: the fraction of page reservations that fail as
+    /// in fragmented memory (0: none).
+    pub reservation_failure: f64,
+}
+
+/// One claim of the paper beside the measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// Where in the paper.
+    pub source: &'static str,
+    /// What the paper says.
+    pub paper: &'static str,
+    /// What xlat measured.
+    pub measured: String,
+    /// Whether the measurement agrees.
+    pub holds: bool,
+    /// Why it differs, or a remark.
+    pub note: String,
+}
+
+pub(crate) fn fmt_list(items: &[(String, f64)], digits: usize) -> String {
+    items.iter().map(|(n, v)| format!("{n} {v:.digits$}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Writes a reproduction's figures (`STEM.csv`, `.svg`, `.png`), `results.json` and
+/// `report.md` into `dir`; returns the files written and warnings (a PNG that could not be
+/// drawn, e.g. without fonts).
+pub(crate) fn write_outputs(
+    dir: &Path,
+    figures: Vec<(String, BarChart)>,
+    results: &serde_json::Value,
+    markdown: &str,
+) -> Result<(Vec<PathBuf>, Vec<String>), ReproError> {
+    let err = |p: &Path, m: String| ReproError::Output { path: p.display().to_string(), message: m };
+    std::fs::create_dir_all(dir).map_err(|e| err(dir, e.to_string()))?;
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    for (stem, chart) in figures {
+        let csv = dir.join(format!("{stem}.csv"));
+        std::fs::write(&csv, chart.csv()).map_err(|e| err(&csv, e.to_string()))?;
+        files.push(csv);
+        let svg = dir.join(format!("{stem}.svg"));
+        chart.write_svg(&svg).map_err(|e| err(&svg, e.to_string()))?;
+        files.push(svg);
+        let png = dir.join(format!("{stem}.png"));
+        match chart.write_png(&png) {
+            Ok(()) => files.push(png),
+            Err(e) => warnings.push(format!("{}: {e}", png.display())),
+        }
+    }
+    let json = dir.join("results.json");
+    std::fs::write(&json, serde_json::to_string_pretty(results).expect("serialisable") + "\n")
+        .map_err(|e| err(&json, e.to_string()))?;
+    files.push(json);
+    let md = dir.join("report.md");
+    std::fs::write(&md, markdown).map_err(|e| err(&md, e.to_string()))?;
+    files.push(md);
+    Ok((files, warnings))
+}
+
+/// Runs `configs` over `trace` in one pass (at most `max_refs` references); a design that
+/// fails fails the reproduction.
+pub(crate) fn run_designs(
+    workload: &str,
+    trace: &Path,
+    configs: &[Config],
+    max_refs: Option<u64>,
+) -> Result<Vec<System>, ReproError> {
+    let mut systems: Vec<System> = configs
+        .iter()
+        .map(System::new)
+        .collect::<Result<_, _>>()
+        .map_err(|e| ReproError::Input(format!("design: {e}")))?;
+    let mut reader = crate::trace::open::open_reader_inline(&trace.to_string_lossy(), None)
+        .map_err(|error| ReproError::Trace { workload: workload.to_string(), error })?
+        .0;
+    engine::run(&mut *reader, &mut systems, RunOptions { max_refs }, |_| {})
+        .map_err(|error| ReproError::Sim { workload: workload.to_string(), error })?;
+    if let Some(f) = systems.iter_mut().find_map(|s| s.take_failure()) {
+        return Err(ReproError::Sim { workload: workload.to_string(), error: f.error.into() });
+    }
+    Ok(systems)
+}
+
+/// Traces `argv` (QEMU user mode, docs/tracing.md) into `cache/NAME.xtr`, unless a trace of
+/// that name is there already (the name must say everything that makes it differ). The
+/// program's output goes to `cache/NAME.out`.
+pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String]) -> Result<PathBuf, ReproError> {
+    use crate::trace::{TraceReader, TraceWriter};
+    let path = cache.join(format!("{name}.xtr"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let err = |m: String| ReproError::Input(format!("tracing {name}: {m}"));
+    std::fs::create_dir_all(cache).map_err(|e| err(format!("{}: {e}", cache.display())))?;
+    let spec = crate::tracer::TraceSpec {
+        command: argv.iter().map(Into::into).collect(),
+        backend: crate::tracer::Backend::Qemu,
+        children: false,
+        quantum: crate::tracer::DEFAULT_QUANTUM,
+        stdout: crate::tracer::ProgramOutput::File(cache.join(format!("{name}.out"))),
+    };
+    let partial = cache.join(format!("{name}.xtr.partial"));
+    let opts = crate::trace::xtr::XtrOptions {
+        metadata: vec![("command".to_string(), argv.join(" ")), ("backend".to_string(), "qemu".to_string())],
+        ..crate::trace::xtr::XtrOptions::default()
+    };
+    let out = crate::trace::open::create_output(&partial.to_string_lossy()).map_err(|e| err(e.to_string()))?;
+    let mut writer = crate::trace::xtr::XtrWriter::with_options(out, &path.to_string_lossy(), opts)
+        .map_err(|e| err(e.to_string()))?;
+    let mut reader = crate::tracer::spawn(&spec).map_err(|e| err(e.to_string()))?;
+    let mut buf = Vec::with_capacity(crate::trace::BATCH);
+    while reader.read_batch(&mut buf, usize::MAX).map_err(|e| err(e.to_string()))? > 0 {
+        writer.write(&buf).map_err(|e| err(e.to_string()))?;
+    }
+    let outcome = reader.outcome();
+    Box::new(writer).finish().map_err(|e| err(e.to_string()))?;
+    if outcome.status_text() != "0" {
+        let _ = std::fs::remove_file(&partial);
+        return Err(err(format!("the program exited with status {}", outcome.status_text())));
+    }
+    std::fs::rename(&partial, &path).map_err(|e| err(format!("{}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// A preset with some keys changed (`edit` gets the parsed config).
+pub(crate) fn preset_with(name: &str, new_name: &str, edit: impl FnOnce(&mut Config)) -> Result<Config, ReproError> {
+    let mut c = Config::preset(name)?;
+    c.name = new_name.to_string();
+    edit(&mut c);
+    c.validate().map_err(|e| ReproError::Input(format!("design {new_name}: {e}")))?;
+    Ok(c)
+}
+
+/// The report's claims table.
+pub(crate) fn claims_markdown(claims: &[Claim]) -> String {
+    let mut s = String::from("| claim | paper | xlat | agrees |\n|---|---|---|---|\n");
+    for c in claims {
+        s += &format!(
+            "| {} | {} | {} | {} |\n",
+            c.source,
+            c.paper,
+            c.measured,
+            if c.holds { "yes".to_string() } else { format!("no: {}", c.note) }
+        );
+    }
+    s
+}
