@@ -668,6 +668,17 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
         let (pid, path) = e.split_once(' ').unwrap_or(("?", e));
         outln!("untraced exec    process {pid} exec'd {path}: its references are not in the trace");
     }
+    if !i.objects.is_empty() {
+        outln!(
+            "objects          {} mapped (files and shared memory; maps naming them: {})",
+            i.objects.len(),
+            i.events.object
+        );
+        for (id, path, n) in &i.objects {
+            let path = if path.is_empty() { "(not named in the trace)" } else { path };
+            outln!("  object {id:<6} {n:>4} maps  {path}");
+        }
+    }
     if let (Some(lo), Some(hi)) = (i.min_addr, i.max_addr) {
         outln!("address range    {lo:#x} - {hi:#x}");
     }

@@ -176,9 +176,7 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
     warn_untraced(&outcome);
     let result = result.and_then(|()| {
         // The trace says what it lacks (`xlat info` shows it).
-        for e in &outcome.untraced_execs {
-            writer.write_extension(trace::xtr::extension::UNTRACED_EXEC, e.as_bytes())?;
-        }
+        outcome.write_notes(&mut writer)?;
         drop(writer.finish_into_inner()?);
         compressor.join().map_err(|_| anyhow!("{output}: the compression thread failed"))??;
         Ok(())

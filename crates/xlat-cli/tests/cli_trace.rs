@@ -568,3 +568,68 @@ fn a_script_command_is_followed_by_default() {
     let err = trace(&out, &["--no-children"], &[s(&script)]);
     assert!(err.contains("exec'd /usr/bin/true, which is not traced"), "{err}");
 }
+
+/// Two processes that each map one file after forking: the trace names the file as one object
+/// in both (an `Object` record before each `Map`), `xlat info` lists it, and a design with a
+/// shared region places both mappings at one address (one window).
+#[test]
+fn a_file_mapped_by_two_processes_is_one_object() {
+    const SRC: &str = r#"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, 8 * 16384) != 0) return 1;
+    close(fd);
+    pid_t pid = fork();
+    fd = open(argv[1], O_RDONLY);
+    volatile char *m = mmap(0, 8 * 16384, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) return 1;
+    int sum = 0;
+    for (int i = 0; i < 20; i++) for (int p = 0; p < 8; p++) sum += m[p * 16384];
+    if (pid == 0) _exit(sum);
+    int st;
+    wait(&st);
+    return 0;
+}
+"#;
+    let exe = compile("twomaps", SRC, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, file) = (dir.path().join("t.xtr"), dir.path().join("data.bin"));
+    trace(&out, &[], &[s(&exe), s(&file)]);
+    let info = stdout(&ok(run(&["info", s(&out)])));
+    assert!(info.lines().any(|l| l.contains("maps") && l.ends_with("data.bin")), "{info}");
+    let (mut r, _) = xlat::trace::open::open_reader_inline(s(&out), None).unwrap();
+    let (mut recs, mut b) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut b, 4096).unwrap() > 0 {
+        recs.extend_from_slice(&b);
+    }
+    let data_id = r.notes().objects.iter().find(|o| o.path.ends_with("data.bin")).expect("named").id;
+    let mut maps = 0;
+    for (i, rec) in recs.iter().enumerate() {
+        if let xlat::trace::Record::Object { id, offset } = *rec {
+            assert!(matches!(recs[i + 1], xlat::trace::Record::Map { .. }), "an Object record precedes its Map");
+            if id == data_id {
+                assert_eq!(offset, 0);
+                maps += 1;
+            }
+        }
+    }
+    assert_eq!(maps, 2, "mapped once in each process");
+    let v = run_json(&["run", "-p", "itanium2-lvhpt-sharing", "-t", s(&out)]);
+    let c = config(&v, "itanium2-lvhpt-sharing");
+    // The shared region holds one window per object: libraries and the data file once each,
+    // however many processes (and segments) map them.
+    use xlat::trace::map_flags::{FILE, SHARED, WRITE};
+    let shareable = recs
+        .iter()
+        .filter(|r| matches!(r, xlat::trace::Record::Map { flags, .. } if flags & SHARED != 0 || (flags & FILE != 0 && flags & WRITE == 0)))
+        .count() as u64;
+    let windows = u(c, "/layout/shared_objects");
+    assert!(
+        windows <= r.notes().objects.len() as u64 && windows < shareable,
+        "{windows} windows, {shareable} shareable maps"
+    );
+}

@@ -111,6 +111,7 @@ enum {
     R_EXEC_CALL = 0x08, /* n:u8 path[n]: the process calls execve (or execveat) on path */
     R_EXEC_FAIL = 0x09, /* (none): that execve failed; the process goes on */
     R_YIELD = 0x0a,     /* (none): the process yields or may block here (a scheduling point) */
+    R_OBJECT = 0x0b,    /* dev:u64 ino:u64 offset:u64 n:u8 path[n]: the next map maps this object */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -147,7 +148,7 @@ struct buf {
     uint8_t load_shift;
     /* Arguments of the pending system call. */
     int64_t sc_num;
-    uint64_t sc_a[5];
+    uint64_t sc_a[6];
     struct buf *next;
 };
 
@@ -431,6 +432,7 @@ enum {
 #define PROT_WRITE 2
 #define PROT_EXEC 4
 #define MAP_SHARED 1
+#define MAP_ANONYMOUS 0x20
 #define MREMAP_FIXED 2
 
 static uint64_t page_up(uint64_t v)
@@ -445,6 +447,44 @@ static void ev_map(struct buf *b, uint64_t start, uint64_t len, uint32_t flags)
     put64(b, start);
     put64(b, len);
     put32(b, flags);
+}
+
+/* Shared anonymous mappings get an object number of their own: the process ID above a counter
+   (a forked child inherits the mapping, and with it the number, without a new map). */
+static uint64_t anon_objects;
+
+/* The object a successful mmap maps: a file (its device, inode and path, from the descriptor,
+   which in user mode is the host's) or shared anonymous memory. Nothing for private anonymous
+   memory. */
+static void ev_object(struct buf *b, uint64_t flags, uint64_t fd, uint64_t offset)
+{
+    uint64_t dev = 0, ino = 0;
+    char path[256];
+    size_t len = 0;
+    if (!(flags & MAP_ANONYMOUS) && (int64_t)fd >= 0) {
+        struct stat st;
+        if (fstat((int)fd, &st) != 0) {
+            return;
+        }
+        dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", (int)fd);
+        ssize_t n = readlink(link, path, sizeof path - 1);
+        len = n > 0 ? (size_t)n : 0;
+    } else if (flags & MAP_SHARED) {
+        ino = ((uint64_t)getpid() << 32) | ++anon_objects;
+        offset = 0;
+    } else {
+        return;
+    }
+    room(b, 26 + (uint32_t)len);
+    put8(b, R_OBJECT);
+    put64(b, dev);
+    put64(b, ino);
+    put64(b, offset);
+    put8(b, (uint8_t)len);
+    memcpy(b->data + b->len, path, len);
+    b->len += (uint32_t)len;
 }
 
 static void ev_unmap(struct buf *b, uint64_t start, uint64_t len)
@@ -532,11 +572,11 @@ static bool yields(int64_t num, uint64_t a1, uint64_t a2)
 static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2,
                        uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
-    (void)id, (void)a6, (void)a7, (void)a8;
+    (void)id, (void)a7, (void)a8;
     struct buf *b = get_buf(vcpu);
     finish_block(b);
     b->sc_num = num;
-    b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5;
+    b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5, b->sc_a[5] = a6;
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
         ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
     }
@@ -566,7 +606,9 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
     case SYS_MMAP:
         if (ok) {
             uint32_t f = ((a[2] & PROT_READ) ? 1 : 0) | ((a[2] & PROT_WRITE) ? 2 : 0) |
-                         ((a[2] & PROT_EXEC) ? 4 : 0) | ((a[3] & MAP_SHARED) ? 8 : 0);
+                         ((a[2] & PROT_EXEC) ? 4 : 0) | ((a[3] & MAP_SHARED) ? 8 : 0) |
+                         (!(a[3] & MAP_ANONYMOUS) && (int64_t)a[4] >= 0 ? 64 : 0);
+            ev_object(b, a[3], a[4], a[5]);
             ev_map(b, (uint64_t)ret, page_up(a[1]), f);
         }
         break;
@@ -591,7 +633,7 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
     case SYS_BRK: {
         uint64_t nb = page_up((uint64_t)ret);
         if (brk_cur != 0 && nb > brk_cur) {
-            ev_map(b, brk_cur, nb - brk_cur, 1 | 2);
+            ev_map(b, brk_cur, nb - brk_cur, 1 | 2 | 16);
         } else if (brk_cur != 0 && nb < brk_cur) {
             ev_unmap(b, nb, brk_cur - nb);
         }

@@ -1128,6 +1128,11 @@ impl System {
                     }
                 }
             }
+            Record::Object { id, offset } => {
+                if let Some(l) = &mut self.layout {
+                    l.object(id, offset);
+                }
+            }
             Record::Ipc { .. } => self.stats.events.ipcs += 1,
             Record::Marker { .. } => self.stats.events.markers += 1,
             Record::Thread { .. } => self.stats.events.threads += 1,

@@ -695,6 +695,7 @@ pub fn build(w: &Workload, size: Size, dir: &Path, with_snapshot: bool) -> Resul
         })();
         let outcome = reader.outcome();
         copied.map_err(|e| build_err(w, e))?;
+        outcome.write_notes(&mut writer).map_err(|e| build_err(w, e))?;
         Box::new(writer).finish().map_err(|e| build_err(w, e))?;
         Ok(outcome)
     })();

@@ -197,7 +197,13 @@ fn designs() -> Vec<System> {
         "fuzz",
     )
     .unwrap();
-    [Config::preset("x86-64").unwrap(), r3000, sub].iter().map(|c| System::new(c).unwrap()).collect()
+    // Itanium: layout, regions (few, so purges and exhaustion), keys, both VHPTs.
+    let short = Config::preset("itanium2-linux").unwrap();
+    let mut sharing = Config::preset("itanium2-lvhpt-sharing").unwrap();
+    sharing.itanium.as_mut().unwrap().rid_bits = 6;
+    sharing.itanium.as_mut().unwrap().pkrs = 2;
+    sharing.page_table.vhpt_entries = 64;
+    [Config::preset("x86-64").unwrap(), r3000, sub, short, sharing].iter().map(|c| System::new(c).unwrap()).collect()
 }
 
 struct VecReader(Vec<Record>, usize);
@@ -322,6 +328,7 @@ fn the_engine_never_panics_on_odd_records() {
                 4 => Record::Unmap { start: addr, len: [0, 1, 4096, 1 << 21, u64::MAX][rng.below(5)] },
                 5 => Record::Map { start: addr, len: rng.next() >> rng.below(64), flags: rng.next() as u32 },
                 6 => Record::Marker { id: rng.next() },
+                7 => Record::Object { id: rng.below(4) as u32, offset: rng.next() >> rng.below(64) },
                 _ => {
                     let size = if rng.below(100) == 0 { 1 + rng.below(1 << 22) } else { 1 + rng.below(64) } as u32;
                     Record::Access { kind: Kind::ALL[rng.below(4)], size, addr }

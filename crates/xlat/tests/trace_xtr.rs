@@ -309,3 +309,45 @@ fn thread_records_and_untraced_exec_notes_round_trip() {
     assert_eq!(r.notes().untraced_execs, vec!["4243 /usr/bin/python3.11".to_string()]);
     assert_eq!(r.stats().skipped, 1, "the unknown extension is skipped");
 }
+
+/// `Record::Object` travels as an extension record (readers that do not know it skip it, and the
+/// end record does not count it); the object table is an extension of its own.
+#[test]
+fn object_records_round_trip_as_extensions_that_older_readers_skip() {
+    use xlat::trace::xtr::extension;
+    let records = vec![
+        Record::Process { asid: 0 },
+        Record::Object { id: 1, offset: 0 },
+        Record::Map { start: 0x7f00_0000_0000, len: 8192, flags: map_flags::READ | map_flags::FILE },
+        acc(Kind::Load, 8, 0x7f00_0000_0010),
+        Record::Object { id: u32::MAX, offset: u64::MAX },
+        Record::Map { start: 0x7f10_0000_0000, len: 4096, flags: map_flags::READ | map_flags::SHARED },
+    ];
+    let mut w = XtrWriter::with_options(Vec::new(), "t", XtrOptions::default()).unwrap();
+    w.write(&records).unwrap();
+    let mut info = Vec::new();
+    for v in [1u64, 2049, 77] {
+        xlat::trace::xtr::put_varint_pub(&mut info, v);
+    }
+    info.extend_from_slice(b"/lib/x.so");
+    w.write_extension(extension::OBJECT_INFO, &info).unwrap();
+    let bytes = w.finish_into_inner().unwrap();
+    let (s, _) = decompress(&bytes[..]).unwrap();
+    let mut r = XtrReader::new(s, "t.xtr").unwrap();
+    let (mut all, mut b) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut b, 2).unwrap() > 0 {
+        all.extend_from_slice(&b);
+    }
+    assert_eq!(all, records);
+    assert_eq!(r.stats().records, 4, "objects are not counted");
+    let notes = r.notes();
+    assert_eq!(notes.objects.len(), 1);
+    assert_eq!((notes.objects[0].id, notes.objects[0].dev, notes.objects[0].ino), (1, 2049, 77));
+    assert_eq!(notes.objects[0].path, "/lib/x.so");
+    // A cut object payload is an error naming the offset, not a panic or a clean end.
+    let mut w = XtrWriter::with_options(Vec::new(), "t", XtrOptions::default()).unwrap();
+    w.write_extension(extension::OBJECT, &[0x80]).unwrap();
+    let bytes = w.finish_into_inner().unwrap();
+    let e = read_all(&bytes, 4).unwrap_err().to_string();
+    assert!(e.contains("offset"), "{e}");
+}

@@ -273,7 +273,8 @@ impl Layout {
                 let vrn = if is_data { region::DATA } else { region::TEXT };
                 let page = addr & !0xfff;
                 let i = self.cur.ranges.partition_point(|r| r.start <= addr);
-                let end = self.cur.ranges.get(i).map_or(page + 0x1000, |r| r.start.min(page + 0x1000));
+                let next = page.saturating_add(0x1000);
+                let end = self.cur.ranges.get(i).map_or(next, |r| r.start.min(next));
                 let r = Range { start: page, end, delta: vrn << 61, key: 0 };
                 self.insert(r);
                 Ok(r)
@@ -356,7 +357,7 @@ impl Layout {
             None => {
                 // No object identity: an address of its own (nothing to share it with).
                 let base = self.shared_next;
-                self.shared_next += round_up(len, 1 << 16);
+                self.shared_next = self.shared_next.saturating_add(round_up(len, 1 << 16));
                 self.stats.shared_objects += 1;
                 return (base.wrapping_sub(start), SHARED_KEY | self.stats.shared_objects as u32);
             }
@@ -369,14 +370,14 @@ impl Layout {
                 // never freed (chapman03 §3.3).
                 let bytes = round_up(need, 1 << 16);
                 let base = self.shared_next;
-                self.shared_next += bytes;
+                self.shared_next = self.shared_next.saturating_add(bytes);
                 self.stats.shared_objects += 1;
                 let key = SHARED_KEY | self.stats.shared_objects as u32;
                 self.objects.insert(id, (base, bytes, key));
                 (base, key)
             }
         };
-        ((base + offset).wrapping_sub(start), key)
+        (base.wrapping_add(offset).wrapping_sub(start), key)
     }
 
     /// `compact32`: places `[start, start + len)` first-fit, keeping the offset modulo `align`.
@@ -416,6 +417,11 @@ impl Layout {
         while i < self.cur.ranges.len() && self.cur.ranges[i].start < end {
             let r = self.cur.ranges[i];
             let (lo, hi) = (r.start.max(start), r.end.min(end));
+            if hi <= lo {
+                // Not inside the range after all (ranges of odd traces may overlap).
+                i += 1;
+                continue;
+            }
             out.push((lo.wrapping_add(r.delta), hi - lo));
             if self.cfg.kind == LayoutKind::Compact32 {
                 self.release(lo.wrapping_add(r.delta), hi.wrapping_add(r.delta));

@@ -197,6 +197,7 @@ pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String]) -> Result
         writer.write(&buf).map_err(|e| err(e.to_string()))?;
     }
     let outcome = reader.outcome();
+    outcome.write_notes(&mut writer).map_err(|e| err(e.to_string()))?;
     Box::new(writer).finish().map_err(|e| err(e.to_string()))?;
     if outcome.status_text() != "0" {
         let _ = std::fs::remove_file(&partial);

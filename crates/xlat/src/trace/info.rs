@@ -61,6 +61,8 @@ pub struct EventCounts {
     pub marker: u64,
     /// `Record::Thread`.
     pub thread: u64,
+    /// `Record::Object` (the object of the next map).
+    pub object: u64,
 }
 
 impl EventCounts {
@@ -75,6 +77,7 @@ impl EventCounts {
             + self.ipc
             + self.marker
             + self.thread
+            + self.object
     }
 }
 
@@ -107,6 +110,9 @@ pub struct TraceInfo {
     /// Programs exec'd by traced processes and not traced themselves (from the trace's
     /// metadata: `xlat trace` without `--children`).
     pub untraced_execs: Vec<String>,
+    /// Mapped objects the trace names (`PATH` or `anonymous shared memory`, with how many maps
+    /// named each), from its metadata.
+    pub objects: Vec<(u32, String, u64)>,
     /// Lowest address accessed.
     pub min_addr: Option<u64>,
     /// Highest byte accessed (`addr + size - 1`, saturating).
@@ -152,6 +158,7 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
     let mut last_key = [(u32::MAX, u64::MAX); 4];
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     let mut batch = Vec::with_capacity(BATCH);
+    let mut object_maps: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
     while reader.read_batch(&mut batch, BATCH)? > 0 {
         t.records += batch.len() as u64;
         for r in &batch {
@@ -199,6 +206,10 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
                         asids.insert(asid);
                     }
                 }
+                Record::Object { id, .. } => {
+                    t.events.object += 1;
+                    *object_maps.entry(id).or_insert(0u64) += 1;
+                }
                 Record::Map { .. } => {
                     t.events.map += 1;
                     if !explicit {
@@ -232,7 +243,21 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
     t.asids = asids.into_iter().collect();
     t.processes = t.asids.len() as u64;
     t.threads = threads.len() as u64;
-    t.untraced_execs = reader.notes().untraced_execs;
+    let notes = reader.notes();
+    t.untraced_execs = notes.untraced_execs;
+    t.objects = object_maps
+        .iter()
+        .map(|(&id, &n)| {
+            let path = notes.objects.iter().find(|o| o.id == id).map_or(String::new(), |o| {
+                if o.path.is_empty() {
+                    "anonymous shared memory".to_string()
+                } else {
+                    o.path.clone()
+                }
+            });
+            (id, path, n)
+        })
+        .collect();
     if t.references > 0 {
         t.min_addr = Some(lo);
         t.max_addr = Some(hi);

@@ -112,6 +112,15 @@ pub enum Record {
         /// Producer-defined identifier.
         id: u64,
     },
+    /// The next `Map` of the current process maps object `id` from byte `offset` of it: a file
+    /// (the same device and inode get the same `id` in every process of the trace) or a shared
+    /// anonymous mapping. The trace's notes name each object ([`TraceNotes::objects`]).
+    Object {
+        /// Trace-wide object number (from 1).
+        id: u32,
+        /// Byte offset in the object of the mapping's first byte.
+        offset: u64,
+    },
     /// The references that follow, until the next `Thread` or switch, are thread `tid`'s, a
     /// thread of the current process (its Linux thread ID when traced; the first thread's equals
     /// the process ID). The TLB models ignore it: threads share their process's address space.
@@ -262,6 +271,21 @@ pub struct TraceNotes {
     /// Programs that traced processes exec'd and that were not traced (`PID PATH` each): the
     /// trace lacks their references.
     pub untraced_execs: Vec<String>,
+    /// The objects `Record::Object` names.
+    pub objects: Vec<ObjectInfo>,
+}
+
+/// A mapped object of a trace: what `Record::Object { id }` stands for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// The object's number in the trace.
+    pub id: u32,
+    /// Device of the file (0 for shared anonymous memory).
+    pub dev: u64,
+    /// Inode of the file (shared anonymous memory: a number of its own).
+    pub ino: u64,
+    /// Path when mapped (empty if unknown or anonymous).
+    pub path: String,
 }
 
 /// A sink of records (used by `xlat convert`, `xlat gen` and tracing backends).

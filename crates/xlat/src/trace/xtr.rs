@@ -69,6 +69,11 @@ pub mod tag {
 pub mod extension {
     /// A program a traced process exec'd that was not traced: UTF-8 `PID PATH`.
     pub const UNTRACED_EXEC: u64 = 1;
+    /// `Record::Object { id, offset }`: varint id, varint offset. Not counted in the end
+    /// record's total, so readers that skip it still agree with it.
+    pub const OBJECT: u64 = 2;
+    /// What an object is: varint id, varint device, varint inode, UTF-8 path (the rest).
+    pub const OBJECT_INFO: u64 = 3;
 }
 
 /// Bit 6 of an access tag: an explicit size follows the delta.
@@ -490,7 +495,7 @@ impl<R: Read> XtrReader<R> {
 
     /// Handles an extension, end or unknown tag at `pos`.
     #[inline(never)]
-    fn special(&mut self) -> Result<(), TraceError> {
+    fn special(&mut self) -> Result<Option<Record>, TraceError> {
         self.want(MARGIN)?;
         let start = self.pos;
         let off = self.base + start as u64;
@@ -504,15 +509,41 @@ impl<R: Read> XtrReader<R> {
                     return Err(self.truncated(off));
                 }
                 self.pos = p;
-                if ty == extension::UNTRACED_EXEC && len <= 4096 {
+                if matches!(ty, extension::UNTRACED_EXEC | extension::OBJECT | extension::OBJECT_INFO) && len <= 4096 {
                     self.want(len as usize)?;
                     if self.end - self.pos < len as usize {
                         return Err(self.truncated(off));
                     }
-                    let text = String::from_utf8_lossy(&self.buf[self.pos..self.pos + len as usize]).into_owned();
+                    let payload = self.buf[self.pos..self.pos + len as usize].to_vec();
+                    let payload = &payload[..];
                     self.pos += len as usize;
-                    self.notes.untraced_execs.push(text);
-                    return Ok(());
+                    let name = self.name.clone();
+                    let bad = |m: &str| TraceError::at_offset(&name, off, format!("object record: {m}"));
+                    let mut q = 0;
+                    match ty {
+                        extension::UNTRACED_EXEC => {
+                            self.notes.untraced_execs.push(String::from_utf8_lossy(payload).into_owned())
+                        }
+                        extension::OBJECT => {
+                            let id = get_varint(payload, &mut q).map_err(bad)?;
+                            let offset = get_varint(payload, &mut q).map_err(bad)?;
+                            if q > payload.len() || id > u32::MAX as u64 {
+                                return Err(bad("cut short or id out of range"));
+                            }
+                            return Ok(Some(Record::Object { id: id as u32, offset }));
+                        }
+                        _ => {
+                            let id = get_varint(payload, &mut q).map_err(bad)?;
+                            let dev = get_varint(payload, &mut q).map_err(bad)?;
+                            let ino = get_varint(payload, &mut q).map_err(bad)?;
+                            if q > payload.len() || id > u32::MAX as u64 {
+                                return Err(bad("cut short or id out of range"));
+                            }
+                            let path = String::from_utf8_lossy(&payload[q..]).into_owned();
+                            self.notes.objects.push(super::ObjectInfo { id: id as u32, dev, ino, path });
+                        }
+                    }
+                    return Ok(None);
                 }
                 let mut left = len;
                 while left > 0 {
@@ -527,7 +558,7 @@ impl<R: Read> XtrReader<R> {
                     left -= n;
                 }
                 self.skipped += 1;
-                Ok(())
+                Ok(None)
             }
             tag::END => {
                 let count = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
@@ -546,7 +577,7 @@ impl<R: Read> XtrReader<R> {
                     return Err(self.err(self.base + self.pos as u64, "data after the end-of-trace record"));
                 }
                 self.done = true;
-                Ok(())
+                Ok(None)
             }
             _ => Err(self.err(
                 off,
@@ -581,7 +612,9 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
                 Stop::Limit => {}
                 Stop::Special => {
                     self.pos = start;
-                    self.special()?;
+                    if let Some(r) = self.special()? {
+                        out.push(r);
+                    }
                 }
                 Stop::Bad(m, n) => {
                     let off = self.base + start as u64;
@@ -713,7 +746,13 @@ fn encode_event(buf: &mut Vec<u8>, r: &Record) {
             buf.push(tag::THREAD);
             put_varint(buf, tid as u64);
         }
+        Record::Object { .. } => unreachable!("written as an extension"),
     }
+}
+
+/// Appends `v` as an LEB128 varint (for extension payloads).
+pub fn put_varint_pub(buf: &mut Vec<u8>, v: u64) {
+    put_varint(buf, v)
 }
 
 fn put_str(buf: &mut Vec<u8>, s: &str) {
@@ -813,11 +852,26 @@ impl<W: Write> TraceWriter for XtrWriter<W> {
         for chunk in records.chunks(1024) {
             // Room for the longest record each, written in place, then cut to what was used.
             let mut p = self.buf.len();
+            let mut objects = 0u64;
             self.buf.resize(p + chunk.len() * MARGIN + 16, 0);
             for r in chunk {
                 match *r {
                     Record::Access { kind, size, addr } => {
                         p = encode_access(&mut self.buf, p, &mut self.last_addr, &mut self.last_size, kind, size, addr)
+                    }
+                    Record::Object { id, offset } => {
+                        // An extension record, not counted (older readers skip it).
+                        event.clear();
+                        put_varint(&mut event, id as u64);
+                        put_varint(&mut event, offset);
+                        let n = event.len();
+                        self.buf[p] = tag::EXTENSION;
+                        p += 1;
+                        event.insert(0, n as u8);
+                        event.insert(0, extension::OBJECT as u8);
+                        self.buf[p..p + event.len()].copy_from_slice(&event);
+                        p += event.len();
+                        objects += 1;
                     }
                     ref ev => {
                         event.clear();
@@ -828,7 +882,7 @@ impl<W: Write> TraceWriter for XtrWriter<W> {
                 }
             }
             self.buf.truncate(p);
-            self.records += chunk.len() as u64;
+            self.records += chunk.len() as u64 - objects;
             self.flush_if_full()?;
         }
         Ok(())

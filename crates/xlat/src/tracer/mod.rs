@@ -172,6 +172,31 @@ pub struct TraceOutcome {
     pub notes: Vec<String>,
     /// Programs exec'd by traced processes and not traced (`PID PATH` each; QEMU backend).
     pub untraced_execs: Vec<String>,
+    /// The mapped objects `Record::Object` records name (QEMU backend).
+    pub objects: Vec<crate::trace::ObjectInfo>,
+}
+
+impl TraceOutcome {
+    /// Writes what the trace's notes hold as extension records of `writer` (untraced execs,
+    /// mapped objects), so that `xlat info` and `xlat run` over the file see them.
+    pub fn write_notes<W: std::io::Write>(
+        &self,
+        writer: &mut crate::trace::xtr::XtrWriter<W>,
+    ) -> Result<(), crate::trace::TraceError> {
+        use crate::trace::xtr::extension;
+        for e in &self.untraced_execs {
+            writer.write_extension(extension::UNTRACED_EXEC, e.as_bytes())?;
+        }
+        for o in &self.objects {
+            let mut payload = Vec::new();
+            for v in [o.id as u64, o.dev, o.ino] {
+                crate::trace::xtr::put_varint_pub(&mut payload, v);
+            }
+            payload.extend_from_slice(o.path.as_bytes());
+            writer.write_extension(extension::OBJECT_INFO, &payload)?;
+        }
+        Ok(())
+    }
 }
 
 impl TraceOutcome {

@@ -112,6 +112,7 @@ pub(crate) fn start(
             stats: demux.stats(),
             notes: Vec::new(),
             untraced_execs: demux.untraced_execs().to_vec(),
+            objects: demux.objects().to_vec(),
         });
         // Dropping the sink ends the reader.
     });

@@ -16,6 +16,7 @@
 //! | `0x07` | | first record of a new program image of the process (`execve`) |
 //! | `0x08` | `n:u8 path[n]` | the process calls `execve` on `path` (empty if unreadable) |
 //! | `0x09` | | that `execve` failed |
+//! | `0x0b` | `dev:u64 ino:u64 offset:u64 n:u8 path[n]` | the next map maps this object (a file, or shared anonymous memory with device 0) from `offset` |
 //! | `0x0a` | | a scheduling point: the process yields or may block (`sched_yield`, a read from a pipe or socket, a wait, a sleep, a poll, a futex wait) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
@@ -44,6 +45,7 @@ const R_EXEC: u8 = 0x07;
 const R_EXEC_CALL: u8 = 0x08;
 const R_EXEC_FAIL: u8 = 0x09;
 const R_YIELD: u8 = 0x0a;
+const R_OBJECT: u8 = 0x0b;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -124,6 +126,9 @@ pub struct Demux {
     /// Programs exec'd and not traced (`PID PATH`), in order.
     untraced_execs: Vec<String>,
     by_pid: HashMap<u32, u32>,
+    /// Mapped objects by (device, inode), numbered from 1 in order of first appearance.
+    objects: HashMap<(u64, u64), u32>,
+    object_infos: Vec<crate::trace::ObjectInfo>,
     current: Option<u32>,
     used: u64,
     quantum: u64,
@@ -140,6 +145,8 @@ impl Demux {
             pending_exec: HashMap::new(),
             untraced_execs: Vec::new(),
             by_pid: HashMap::new(),
+            objects: HashMap::new(),
+            object_infos: Vec::new(),
             current: None,
             used: 0,
             quantum: quantum.max(1),
@@ -147,6 +154,26 @@ impl Demux {
             started: false,
             stats: DemuxStats::default(),
         }
+    }
+
+    /// The objects named by `Record::Object` so far.
+    pub fn objects(&self) -> &[crate::trace::ObjectInfo] {
+        &self.object_infos
+    }
+
+    /// The number of object (`dev`, `ino`), first seen at `path`.
+    fn object(&mut self, dev: u64, ino: u64, path: &[u8]) -> u32 {
+        let n = self.object_infos.len() as u32 + 1;
+        let id = *self.objects.entry((dev, ino)).or_insert(n);
+        if id == n {
+            self.object_infos.push(crate::trace::ObjectInfo {
+                id,
+                dev,
+                ino,
+                path: String::from_utf8_lossy(path).into_owned(),
+            });
+        }
+        id
     }
 
     /// What was seen so far.
@@ -639,6 +666,16 @@ impl StreamDecoder {
                     demux.pending_exec.remove(&pid);
                     i += 1;
                 }
+                R_OBJECT => {
+                    if i + 26 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let n = p[i + 25] as usize;
+                    let path = p.get(i + 26..i + 26 + n).ok_or_else(|| self.bad(i, trunc))?;
+                    let id = demux.object(u64_at(i + 1), u64_at(i + 9), path);
+                    tmp.push(Record::Object { id, offset: u64_at(i + 17) });
+                    i += 26 + n;
+                }
                 R_YIELD => {
                     // Records of this chunk decoded so far go first.
                     demux.push_many(asid, tmp);
@@ -792,6 +829,49 @@ mod tests {
         );
         assert_eq!(d.stats().by_kind, [3, 0, 1, 1]);
         assert_eq!(d.pid(0), Some(42));
+    }
+
+    #[test]
+    fn objects_get_one_number_per_file_in_every_process() {
+        let object = |dev: u64, ino: u64, off: u64, path: &[u8]| {
+            let mut v = vec![R_OBJECT];
+            for x in [dev, ino, off] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            v.push(path.len() as u8);
+            v.extend_from_slice(path);
+            v.push(R_MAP);
+            v.extend_from_slice(&0x7000u64.to_le_bytes());
+            v.extend_from_slice(&0x2000u64.to_le_bytes());
+            v.extend_from_slice(&(1u32 | 64).to_le_bytes());
+            v
+        };
+        let mut stream = chunk(10, &object(3, 77, 0, b"/lib/a.so"));
+        stream.extend(chunk(11, &object(3, 78, 0, b"/lib/b.so")));
+        stream.extend(chunk(11, &object(3, 77, 4096, b"/lib/a.so")));
+        let (out, d) = decode_all(&stream, 100);
+        let objects: Vec<(u32, u64)> = out
+            .iter()
+            .filter_map(|r| match *r {
+                Record::Object { id, offset } => Some((id, offset)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(objects, vec![(1, 0), (2, 0), (1, 4096)]);
+        let names: Vec<&str> = d.objects().iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(names, ["/lib/a.so", "/lib/b.so"]);
+        // Each Object record comes right before its Map.
+        for (i, r) in out.iter().enumerate() {
+            if matches!(r, Record::Object { .. }) {
+                assert!(matches!(out[i + 1], Record::Map { .. }), "{out:?}");
+            }
+        }
+        // Cut short: an error with an offset.
+        let mut bad = object(3, 77, 0, b"/lib/a.so");
+        bad.truncate(20);
+        let mut dec = StreamDecoder::new("t");
+        let e = dec.decode(&chunk(10, &bad), &mut Demux::new(10)).unwrap_err().to_string();
+        assert!(e.contains("offset"), "{e}");
     }
 
     #[test]

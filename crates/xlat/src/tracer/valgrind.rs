@@ -77,8 +77,13 @@ pub(crate) fn start(
             sink.error(e);
         }
         let status = *status_slot.lock().expect("status lock");
-        *outcome.lock().expect("outcome lock") =
-            Some(TraceOutcome { status, stats: demux.stats(), notes: Vec::new(), untraced_execs: Vec::new() });
+        *outcome.lock().expect("outcome lock") = Some(TraceOutcome {
+            status,
+            stats: demux.stats(),
+            notes: Vec::new(),
+            untraced_execs: Vec::new(),
+            objects: Vec::new(),
+        });
         drop(dir);
     });
     Ok(thread)
