@@ -607,6 +607,14 @@ int main(int argc, char **argv) {
         recs.extend_from_slice(&b);
     }
     let data_id = r.notes().objects.iter().find(|o| o.path.ends_with("data.bin")).expect("named").id;
+    // The program's own text comes first, as an image mapping of the executable.
+    let first_map = recs.iter().position(|r| matches!(r, xlat::trace::Record::Map { .. })).unwrap();
+    assert!(
+        matches!(recs[first_map], xlat::trace::Record::Map { flags, .. } if flags & xlat::trace::map_flags::IMAGE != 0 && flags & xlat::trace::map_flags::EXEC != 0),
+        "{:?}",
+        &recs[..first_map + 1]
+    );
+    assert!(r.notes().objects[0].path.ends_with("twomaps"), "{:?}", r.notes().objects);
     let mut maps = 0;
     for (i, rec) in recs.iter().enumerate() {
         if let xlat::trace::Record::Object { id, offset } = *rec {

@@ -89,6 +89,9 @@ bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
 void qemu_plugin_register_vcpu_syscall_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_cb_t cb);
 void qemu_plugin_register_vcpu_syscall_ret_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_ret_cb_t cb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
+const char *qemu_plugin_path_to_binary(void);
+uint64_t qemu_plugin_start_code(void);
+uint64_t qemu_plugin_end_code(void);
 
 XP_EXPORT int qemu_plugin_version = 1;
 
@@ -363,9 +366,42 @@ static void mem_cb(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
     }
 }
 
+static void ev_object(struct buf *b, uint64_t flags, uint64_t fd, uint64_t offset);
+static void ev_map(struct buf *b, uint64_t start, uint64_t len, uint32_t flags);
+
+/* Set once the program image's text has been announced (a forked child inherits it set). */
+static bool image_announced;
+
+/* The program's text segment, which QEMU's loader mapped before any system call the plugin
+   sees: announced once per image, at its first translation (the image is loaded by then), as a
+   map with the image flag (128) of the executable's object. */
+static void announce_image(void)
+{
+    image_announced = true;
+    uint64_t lo = qemu_plugin_start_code() & ~(uint64_t)0xfff, hi = (qemu_plugin_end_code() + 0xfff) & ~(uint64_t)0xfff;
+    const char *exe = qemu_plugin_path_to_binary();
+    if (hi <= lo || !exe) {
+        return;
+    }
+    static struct buf img;
+    img.len = HEADER;
+    img.owner = cur_pid;
+    img.tid = (uint32_t)syscall(SYS_gettid);
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ev_object(&img, 0, (uint64_t)fd, 0);
+        close(fd);
+    }
+    ev_map(&img, lo, hi - lo, 1 | 4 | 64 | 128);
+    flush(&img);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
+    if (!image_announced) {
+        announce_image();
+    }
     size_t n = qemu_plugin_tb_n_insns(tb);
     if (n == 0) {
         return;

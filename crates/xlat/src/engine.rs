@@ -112,6 +112,8 @@ pub struct System {
     unmapped: Vec<(u64, u64)>,
     /// Protection keys (`[itanium] protection_keys`).
     keys: Option<Box<Keys>>,
+    /// The object a `Record::Object` named for the next map.
+    pending_object: Option<u32>,
     /// A layout or protection keys: references take `System::prepare` first.
     extras: bool,
     /// The long-format VHPT in front of the OS table (`vhpt-long`).
@@ -293,6 +295,7 @@ impl System {
         let keys =
             config.itanium.as_ref().filter(|i| i.protection_keys).map(|i| Box::new(Keys::new(i.pkrs, i.pkr_policy)));
         Ok(System {
+            pending_object: None,
             extras: layout.is_some() || keys.is_some(),
             keys,
             vhpt,
@@ -1042,6 +1045,23 @@ impl System {
             Record::Access { .. } | Record::Process { .. } | Record::ContextSwitch { .. } => {}
             Record::Map { start, len, flags } => {
                 self.stats.events.maps += 1;
+                let object = self.pending_object.take();
+                // The image's text names the executable: with shared text, its program.
+                use crate::trace::map_flags::{EXEC, IMAGE, WRITE};
+                if let (Some(r), Some(obj)) = (&mut self.regions, object) {
+                    if flags & (IMAGE | EXEC) == IMAGE | EXEC && flags & WRITE == 0 {
+                        let mut purged = false;
+                        let changed = r.set_executable(self.asid.0, obj, &mut purged);
+                        if purged {
+                            self.purge_rids();
+                        }
+                        match changed {
+                            Ok(Some(t)) => self.tags = t,
+                            Ok(None) => {}
+                            Err(error) => return Err(DesignError::Rids { config: self.config.name.clone(), error }),
+                        }
+                    }
+                }
                 if let Some(l) = &mut self.layout {
                     // Placing a mapping over an old one unmaps the old one's pages.
                     let mut un = std::mem::take(&mut self.unmapped);
@@ -1129,6 +1149,7 @@ impl System {
                 }
             }
             Record::Object { id, offset } => {
+                self.pending_object = Some(id);
                 if let Some(l) = &mut self.layout {
                     l.object(id, offset);
                 }

@@ -323,6 +323,41 @@ fn protection_key_misses_match_per_process_pkr_files() {
     s.check_translations().unwrap();
 }
 
+#[test]
+fn separately_started_processes_of_one_executable_share_text() {
+    // Two processes that are not related by fork, each starting with the image text mapping of
+    // the same executable (object 5), then fetching its 20 pages: with shared text the second
+    // finds the first's TLB entries; without the object, each has its own program.
+    let image = |with_object: bool| {
+        let mut v = Vec::new();
+        if with_object {
+            v.push(Record::Object { id: 5, offset: 0 });
+        }
+        v.push(Record::Map {
+            start: 0x40_0000,
+            len: 20 * 16384,
+            flags: map_flags::READ | map_flags::EXEC | map_flags::FILE | map_flags::IMAGE,
+        });
+        v
+    };
+    let run = |with_object: bool, share: bool| {
+        let mut t = vec![Record::Process { asid: 0 }];
+        t.extend(image(with_object));
+        t.extend((0..20).map(|p| fetch(0x40_0000 + p * 16384)));
+        t.push(Record::ContextSwitch { asid: 1 });
+        t.extend(image(with_object));
+        t.extend((0..20).map(|p| fetch(0x40_0000 + p * 16384)));
+        let mut s =
+            design(&itanium(64, "kind = \"vhpt-long\"\nvhpt_entries = 4096\n", &format!("share_text = {share}")));
+        s.process(&t).unwrap();
+        s.check_translations().unwrap();
+        (s.stats().tlb[0].misses, s.stats().page_faults)
+    };
+    assert_eq!(run(true, true), (20, 20), "one program: its text is mapped and cached once");
+    assert_eq!(run(false, true), (40, 40), "no object identity: two programs");
+    assert_eq!(run(true, false), (40, 40), "no shared text: per-process regions");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
 

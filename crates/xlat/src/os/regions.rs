@@ -139,6 +139,8 @@ pub struct Regions {
     procs: HashMap<u32, Proc>,
     /// Program -> (context, text space) under `share_text`.
     programs: HashMap<u32, (u64, u32)>,
+    /// The program of each executable (by the trace's object number of its text).
+    by_object: HashMap<u32, u32>,
     next_program: u32,
     /// RID of each space (index = space number); `u32::MAX` when the space is gone.
     rid: Vec<u32>,
@@ -156,6 +158,7 @@ impl Regions {
             cfg: cfg.clone(),
             procs: HashMap::new(),
             programs: HashMap::new(),
+            by_object: HashMap::new(),
             next_program: 0,
             rid,
             next_ctx: 1,
@@ -288,6 +291,48 @@ impl Regions {
         }
         self.procs.insert(asid, Proc { ctx, spaces, program });
         Ok(spaces)
+    }
+
+    /// Process `asid` runs the executable whose text is trace object `object` (its image's text
+    /// mapping): under `share_text` it joins that program, whose text space every process of the
+    /// executable shares, even when exec'd separately. Returns its new spaces if they changed.
+    pub fn set_executable(
+        &mut self,
+        asid: u32,
+        object: u32,
+        purged: &mut bool,
+    ) -> Result<Option<[u32; 8]>, RidsExhausted> {
+        if !self.cfg.share_text {
+            return Ok(None);
+        }
+        let Some(p) = self.procs.get(&asid).copied() else {
+            return Ok(None);
+        };
+        let program = match self.by_object.get(&object) {
+            Some(&prog) => prog,
+            None => {
+                // The first process of this executable names the program it already has.
+                self.by_object.insert(object, p.program);
+                p.program
+            }
+        };
+        if program == p.program {
+            return Ok(None);
+        }
+        let space = match self.programs.get(&program) {
+            Some(&(_, space)) => space,
+            None => {
+                let c = self.context(purged)?;
+                let r = self.rid(c, 2);
+                let space = self.new_space(r);
+                self.programs.insert(program, (c, space));
+                space
+            }
+        };
+        let q = self.procs.get_mut(&asid).expect("present");
+        q.program = program;
+        q.spaces[2] = space;
+        Ok(Some(q.spaces))
     }
 
     /// Process `asid` exits: its private spaces, to be torn down (shared ones stay).
