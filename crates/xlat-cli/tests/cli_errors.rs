@@ -376,6 +376,34 @@ fn impossible_config_values_name_the_key() {
 }
 
 #[test]
+fn impossible_itanium_designs_name_the_key() {
+    let sc = Scratch::new();
+    // MINIMAL ends inside [page_table] (kind = "radix").
+    let cases: Vec<(&str, &[&str])> = vec![
+        ("\n[itanium]\nrid_bits = 30\n", &["itanium.rid_bits", "30", "4..=24"]),
+        ("\n[itanium]\npkrs = 0\n", &["itanium.pkrs", "1..=64"]),
+        ("\n[itanium]\nshared_region = true\n", &["itanium.shared_region", "itanium-linux"]),
+        ("\n[itanium]\nrid_alloc = \"random\"\n", &["random", "sequential", "byte-swapped"]),
+        ("\n[itanium]\nregions = 8\n", &["regions", "unknown field"]),
+        ("\n[layout]\nkind = \"flat\"\n", &["flat", "identity", "compact32"]),
+        ("\n[layout]\nkind = \"compact32\"\nalign = 1000\n", &["layout.align", "power of two"]),
+        ("\n[layout]\nkind = \"compact32\"\nsize = 8589934592\n", &["layout.size", "4 GiB"]),
+        ("walker = \"software\"\n", &["page_table.walker", "vhpt-short", "cost.refill"]),
+        ("vhpt_entries = 1000\n", &["page_table.vhpt_entries", "power of two"]),
+    ];
+    for (extra, parts) in cases {
+        let text = format!("{MINIMAL}{extra}");
+        let err = config_fails(&sc, &text, extra);
+        assert_mentions(&err, parts);
+    }
+    // Key-based sharing needs per-page keys: not with the short VHPT.
+    let short = MINIMAL.replace("kind = \"radix\"", "kind = \"vhpt-short\"\nva_bits = 64")
+        + "\n[layout]\nkind = \"itanium-linux\"\n[itanium]\nshared_region = true\nprotection_keys = true\n";
+    let err = config_fails(&sc, &short, "short VHPT with key-based sharing");
+    assert_mentions(&err, &["itanium.shared_region", "vhpt-long"]);
+}
+
+#[test]
 fn impossible_cache_hierarchies_name_the_key() {
     let sc = Scratch::new();
     let level = |name: &str, size: u64, line: u64, ways: u32, serves: &str, level: u32| {
