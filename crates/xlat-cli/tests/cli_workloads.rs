@@ -235,4 +235,18 @@ fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
     assert_eq!(procs.len(), 8);
     // 100 rounds of 8 passes: a switch at each (the token is the only thing that runs).
     assert!(switches >= 700, "{switches} switches");
+    // Each pass writes the token into the next process's pipe: an Ipc event to it (ASIDs in
+    // fork order: process i reads pipe i and writes pipe i + 1).
+    let (mut cur, mut ipcs) = (0u32, 0u32);
+    for r in &t {
+        match *r {
+            Record::Process { asid } | Record::ContextSwitch { asid } => cur = asid,
+            Record::Ipc { to } => {
+                assert_eq!(to, (cur + 1) % 8, "process {cur} writes to the next one");
+                ipcs += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(ipcs >= 790, "{ipcs} messages of 800");
 }

@@ -115,6 +115,8 @@ enum {
     R_EXEC_FAIL = 0x09, /* (none): that execve failed; the process goes on */
     R_YIELD = 0x0a,     /* (none): the process yields or may block here (a scheduling point) */
     R_OBJECT = 0x0b,    /* dev:u64 ino:u64 offset:u64 n:u8 path[n]: the next map maps this object */
+    R_PIPE_SEND = 0x0c, /* ino:u64 bytes:u32: the process writes to the pipe ino */
+    R_PIPE_RECV = 0x0d, /* ino:u64: the process reads from the pipe ino */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -447,6 +449,8 @@ enum {
     SYS_READ = 0,
     SYS_POLL = 7,
     SYS_READV = 19,
+    SYS_WRITE = 1,
+    SYS_WRITEV = 20,
     SYS_SELECT = 23,
     SYS_SCHED_YIELD = 24,
     SYS_PAUSE = 34,
@@ -615,6 +619,19 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
     b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5, b->sc_a[5] = a6;
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
         ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
+    }
+    if (num == SYS_READ || num == SYS_READV || num == SYS_WRITE || num == SYS_WRITEV) {
+        /* Communication through a pipe: who reads it, and who writes how much to it. */
+        struct stat st;
+        if (fstat((int)a1, &st) == 0 && S_ISFIFO(st.st_mode)) {
+            bool send = num == SYS_WRITE || num == SYS_WRITEV;
+            room(b, 13);
+            put8(b, send ? R_PIPE_SEND : R_PIPE_RECV);
+            put64(b, (uint64_t)st.st_ino);
+            if (send) {
+                put32(b, num == SYS_WRITE ? (uint32_t)(a3 > 0xffffffffu ? 0xffffffffu : a3) : 0);
+            }
+        }
     }
     if (yields(num, a1, a2)) {
         /* A scheduling point; what is buffered goes out before the process may block. */

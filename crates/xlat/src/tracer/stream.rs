@@ -17,6 +17,8 @@
 //! | `0x08` | `n:u8 path[n]` | the process calls `execve` on `path` (empty if unreadable) |
 //! | `0x09` | | that `execve` failed |
 //! | `0x0b` | `dev:u64 ino:u64 offset:u64 n:u8 path[n]` | the next map maps this object (a file, or shared anonymous memory with device 0) from `offset` |
+//! | `0x0c` | `ino:u64 bytes:u32` | the process writes `bytes` to pipe `ino` (`writev`: 0) |
+//! | `0x0d` | `ino:u64` | the process reads from pipe `ino` |
 //! | `0x0a` | | a scheduling point: the process yields or may block (`sched_yield`, a read from a pipe or socket, a wait, a sleep, a poll, a futex wait) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
@@ -46,6 +48,8 @@ const R_EXEC_CALL: u8 = 0x08;
 const R_EXEC_FAIL: u8 = 0x09;
 const R_YIELD: u8 = 0x0a;
 const R_OBJECT: u8 = 0x0b;
+const R_PIPE_SEND: u8 = 0x0c;
+const R_PIPE_RECV: u8 = 0x0d;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -126,6 +130,8 @@ pub struct Demux {
     /// Programs exec'd and not traced (`PID PATH`), in order.
     untraced_execs: Vec<String>,
     by_pid: HashMap<u32, u32>,
+    /// The process that last read each pipe (by inode): where a write to it goes.
+    pipe_readers: HashMap<u64, u32>,
     /// Mapped objects by (device, inode), numbered from 1 in order of first appearance.
     objects: HashMap<(u64, u64), u32>,
     object_infos: Vec<crate::trace::ObjectInfo>,
@@ -145,6 +151,7 @@ impl Demux {
             pending_exec: HashMap::new(),
             untraced_execs: Vec::new(),
             by_pid: HashMap::new(),
+            pipe_readers: HashMap::new(),
             objects: HashMap::new(),
             object_infos: Vec::new(),
             current: None,
@@ -676,6 +683,25 @@ impl StreamDecoder {
                     tmp.push(Record::Object { id, offset: u64_at(i + 17) });
                     i += 26 + n;
                 }
+                R_PIPE_SEND => {
+                    if i + 13 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    // A message to the process that reads the pipe, once one has.
+                    if let Some(&to) = demux.pipe_readers.get(&u64_at(i + 1)) {
+                        if to != asid {
+                            tmp.push(Record::Ipc { to });
+                        }
+                    }
+                    i += 13;
+                }
+                R_PIPE_RECV => {
+                    if i + 9 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    demux.pipe_readers.insert(u64_at(i + 1), asid);
+                    i += 9;
+                }
                 R_YIELD => {
                     // Records of this chunk decoded so far go first.
                     demux.push_many(asid, tmp);
@@ -829,6 +855,32 @@ mod tests {
         );
         assert_eq!(d.stats().by_kind, [3, 0, 1, 1]);
         assert_eq!(d.pid(0), Some(42));
+    }
+
+    #[test]
+    fn a_write_to_a_pipe_someone_reads_is_a_message_to_them() {
+        let recv = |ino: u64| {
+            let mut v = vec![R_PIPE_RECV];
+            v.extend_from_slice(&ino.to_le_bytes());
+            v
+        };
+        let send = |ino: u64| {
+            let mut v = vec![R_PIPE_SEND];
+            v.extend_from_slice(&ino.to_le_bytes());
+            v.extend_from_slice(&8u32.to_le_bytes());
+            v
+        };
+        // 10 writes pipe 5 before anyone reads it (no message), 11 reads it, 10 writes again (a
+        // message to 11); 11 writing pipe 5 itself is no message.
+        let mut stream = chunk(10, &send(5));
+        stream.extend(chunk(11, &recv(5)));
+        stream.extend(chunk(10, &send(5)));
+        stream.extend(chunk(11, &send(5)));
+        let (out, _) = decode_all(&stream, 100);
+        let ipcs: Vec<&Record> = out.iter().filter(|r| matches!(r, Record::Ipc { .. })).collect();
+        assert_eq!(ipcs, vec![&Record::Ipc { to: 1 }]);
+        let mut dec = StreamDecoder::new("t");
+        assert!(dec.decode(&chunk(10, &send(5)[..9]), &mut Demux::new(10)).is_err(), "cut short");
     }
 
     #[test]
