@@ -178,6 +178,31 @@ pub struct Config {
     /// Itanium regions and region IDs (`[itanium]`); none: TLB entries tagged by process.
     #[serde(default)]
     pub itanium: Option<crate::os::regions::ItaniumConfig>,
+    /// A software TLB behind the structure holding page-table translations (`[stlb]`).
+    #[serde(default)]
+    pub stlb: Option<StlbConfig>,
+}
+
+/// `[stlb]`: bala94 §4's software TLB, a table in unmapped memory that the refill handler
+/// checks before walking up the page table for a page-table page's translation; it holds the
+/// translations evicted from the TLB. Costs from bala94 Table 5.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StlbConfig {
+    /// Entries (bala94: 1K or 4K).
+    pub entries: u32,
+    /// Ways: 1 is direct-mapped.
+    pub ways: u32,
+    /// Cycles of a lookup that hits (bala94 Table 5: 105 for L2 entries).
+    pub hit_cycles: u64,
+    /// Cycles a lookup that misses adds (bala94 §5: about 70).
+    pub miss_cycles: u64,
+}
+
+impl Default for StlbConfig {
+    fn default() -> Self {
+        StlbConfig { entries: 4096, ways: 1, hit_cycles: 105, miss_cycles: 70 }
+    }
 }
 
 /// `[time]`: the in-order timing model (see `docs/caches.md`).

@@ -114,6 +114,9 @@ pub struct System {
     keys: Option<Box<Keys>>,
     /// The object a `Record::Object` named for the next map.
     pending_object: Option<u32>,
+    /// The software TLB (`[stlb]`) and its lookups and hits.
+    stlb: Option<Box<Tlb>>,
+    stlb_counts: [u64; 2],
     /// A layout or protection keys: references take `System::prepare` first.
     extras: bool,
     /// The long-format VHPT in front of the OS table (`vhpt-long`).
@@ -294,7 +297,22 @@ impl System {
         });
         let keys =
             config.itanium.as_ref().filter(|i| i.protection_keys).map(|i| Box::new(Keys::new(i.pkrs, i.pkr_policy)));
+        let stlb = match &config.stlb {
+            None => None,
+            Some(c) => {
+                if c.entries == 0 || c.ways == 0 || c.entries % c.ways != 0 {
+                    return Err(ParamError::new(
+                        "stlb.ways",
+                        format!("{} ways must be at least 1 and divide stlb.entries = {}", c.ways, c.entries),
+                    ));
+                }
+                let g = Geometry { entries: c.entries, ways: c.ways, policy: crate::tlb::Policy::Lru, seed: 1 };
+                Some(Box::new(Tlb::new(g, page_size).map_err(|e| ParamError::new("stlb.entries", e.to_string()))?))
+            }
+        };
         Ok(System {
+            stlb,
+            stlb_counts: [0; 2],
             pending_object: None,
             extras: layout.is_some() || keys.is_some(),
             keys,
@@ -461,7 +479,11 @@ impl System {
             (PtKind::VhptShort | PtKind::VhptLong, _) => (w.count + w.nested_misses) * cost.trap_cycles,
             (_, Refill::Hardware) => w.count * cost.walker_cycles,
             (_, Refill::Software) => (w.count + w.nested_misses) * cost.trap_cycles,
-        } + self.itanium_cycles();
+        } + self.itanium_cycles()
+            + self.config.stlb.as_ref().map_or(0, |c| {
+                let [lookups, hits] = self.stlb_counts;
+                hits * c.hit_cycles + (lookups - hits) * c.miss_cycles
+            });
         c.page_fault = s.page_faults * cost.page_fault_cycles;
         s.os = self.os.stats();
         if let Some(h) = &self.caches {
@@ -814,6 +836,11 @@ impl System {
         Ok(addr)
     }
 
+    /// The software TLB's lookups and hits, for designs with `[stlb]`.
+    pub fn stlb_stats(&self) -> Option<(u64, u64)> {
+        self.stlb.as_ref().map(|_| (self.stlb_counts[0], self.stlb_counts[1]))
+    }
+
     /// Cycles of RID purges, key miss faults and PKR reloads.
     fn itanium_cycles(&self) -> u64 {
         let Some(i) = &self.config.itanium else {
@@ -922,7 +949,13 @@ impl System {
         // accesses stay equal to the lookups that reached it.
         let dedicated = self.structures[self.pt_tlb].serves.is_none();
         let pt_stats = &mut self.stats.tlb[self.pt_tlb];
-        let mut env = PtTlbEnv { tlb: &mut self.structures[self.pt_tlb].tlb, stats: pt_stats, dedicated };
+        let mut env = PtTlbEnv {
+            tlb: &mut self.structures[self.pt_tlb].tlb,
+            stats: pt_stats,
+            dedicated,
+            stlb: self.stlb.as_deref_mut(),
+            stlb_counts: &mut self.stlb_counts,
+        };
         let lines_before = self.rec.cache_lines;
         let prefetch = self.prefetch[path_is_data(path, &self.dpath) as usize];
         let mut block = std::mem::take(&mut self.block);
@@ -1227,6 +1260,9 @@ struct PtTlbEnv<'a> {
     stats: &'a mut TlbStats,
     /// True for a reserved partition (its lookups are its own counters).
     dedicated: bool,
+    /// The software TLB behind it, and its [lookups, hits].
+    stlb: Option<&'a mut Tlb>,
+    stlb_counts: &'a mut [u64; 2],
 }
 
 impl WalkEnv for PtTlbEnv<'_> {
@@ -1237,14 +1273,32 @@ impl WalkEnv for PtTlbEnv<'_> {
             self.stats.accesses += 1;
             self.stats.misses += !hit as u64;
         }
-        hit
+        if hit {
+            return true;
+        }
+        // The refill handler checks the software TLB before walking further up (bala94 §4): a
+        // hit refills the TLB from it, without a cascade.
+        let Some(stlb) = self.stlb.as_deref_mut() else {
+            return false;
+        };
+        self.stlb_counts[0] += 1;
+        if stlb.lookup(asid, vpn).is_none() {
+            return false;
+        }
+        self.stlb_counts[1] += 1;
+        self.fill_pt_translation(asid, va);
+        true
     }
 
     fn fill_pt_translation(&mut self, asid: Asid, va: crate::addr::VirtAddr) {
         let vpn = va.vpn(self.tlb.page_size());
         let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8, valid: 0 };
-        if self.tlb.insert(asid.0, vpn, data).is_some() {
+        if let Some(e) = self.tlb.insert(asid.0, vpn, data) {
             self.stats.evictions += 1;
+            // What the TLB evicts goes to the software TLB.
+            if let Some(stlb) = self.stlb.as_deref_mut() {
+                stlb.insert(e.asid, Vpn(e.tag), e.data);
+            }
         }
     }
 }

@@ -185,6 +185,15 @@ fn system_json(s: &System) -> Value {
             "reloads": k.reloads,
         });
     }
+    if let (Some((lookups, hits)), Some(c)) = (s.stlb_stats(), &cfg.stlb) {
+        doc["stlb"] = json!({
+            "entries": c.entries,
+            "ways": c.ways,
+            "lookups": lookups,
+            "hits": hits,
+            "hit_ratio": ratio(hits, lookups),
+        });
+    }
     if let Some(l) = s.layout_stats() {
         doc["layout"] = json!({
             "kind": cfg.layout.kind.name(),
