@@ -981,7 +981,9 @@ impl System {
         } else {
             self.pt.walk(asid, vpn, &mut env, &mut self.rec)
         };
-        self.vhpt_faults += (self.rec.nested_misses > nested_before) as u64;
+        let depth = self.rec.nested_misses - nested_before;
+        self.vhpt_faults += (depth > 0) as u64;
+        self.stats.walks.by_depth[depth.min(3) as usize] += 1;
         self.stats.walks.count += 1;
         let pte = match walked {
             Some(pte) => {

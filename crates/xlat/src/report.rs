@@ -125,6 +125,7 @@ fn system_json(s: &System) -> Value {
             "fault_lines": w.fault_lines,
             "superpage_walks": w.superpage_walks,
             "superpage_lines": w.superpage_lines,
+            "by_depth": w.by_depth,
             "refs_per_walk": ratio(w.memory_refs, w.count),
             "lines_per_walk": ratio(w.cache_lines, w.count),
         },

@@ -46,6 +46,9 @@ pub struct WalkStats {
     pub superpage_walks: u64,
     /// Cache lines of those walks (included in `cache_lines`).
     pub superpage_lines: u64,
+    /// Walks by the nested misses they took (0, 1, 2, 3 or more): a linear table's cascade
+    /// depth (bala94: an L1U miss, then L2, then L3).
+    pub by_depth: [u64; 4],
 }
 
 /// Cycles by cause.

@@ -28,7 +28,16 @@ fn a_software_tlb_catches_evicted_page_table_translations() {
         s.process(&t).unwrap();
         (s.stats().walks.count, s.stats().walks.nested_misses, s.stlb_stats())
     };
+    let depths = |extra: &str| {
+        let mut s = design(&format!("{base}{extra}"));
+        s.process(&t).unwrap();
+        s.stats().walks.by_depth
+    };
     assert_eq!(run(""), (300, 300, None));
+    // Every walk cascades once (an L2 miss in bala94's terms); with the software TLB, 294 stop
+    // at the PTE load.
+    assert_eq!(depths(""), [0, 300, 0, 0]);
+    assert_eq!(depths("[stlb]\nentries = 16\nways = 1\n"), [294, 6, 0, 0]);
     // Each region's first walk faults before its page of PTEs exists (nothing is installed) and
     // its second finds it in neither table; from then on every lookup hits the software TLB.
     assert_eq!(run("[stlb]\nentries = 16\nways = 1\n"), (300, 6, Some((300, 294))));
