@@ -110,12 +110,18 @@ const LONG: &str = "itanium2-lvhpt";
 const SHARING: &str = "itanium2-lvhpt-sharing";
 const SEQUENTIAL: &str = "itanium2-lvhpt-sequential";
 
+/// Entries of chapman03's long VHPT: "The per-CPU long-format VHPT was sized at 4MB" (§4.1),
+/// 32-byte entries.
+pub const CHAPMAN03_VHPT_ENTRIES: u64 = (4 << 20) / 32;
+
 fn designs() -> Result<Vec<Config>, ReproError> {
+    let sized = |c: &mut Config| c.page_table.vhpt_entries = CHAPMAN03_VHPT_ENTRIES;
     Ok(vec![
         Config::preset(SHORT)?,
-        Config::preset(LONG)?,
-        Config::preset(SHARING)?,
+        preset_with(LONG, LONG, sized)?,
+        preset_with(SHARING, SHARING, sized)?,
         preset_with(LONG, SEQUENTIAL, |c| {
+            sized(c);
             if let Some(i) = &mut c.itanium {
                 i.rid_alloc = RidAlloc::Sequential;
             }
