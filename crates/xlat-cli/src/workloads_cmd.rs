@@ -23,6 +23,16 @@ enum WorkloadsCommand {
     Build(BuildArgs),
     /// Show the workloads with their reference counts and footprints (if built).
     List(CommonArgs),
+    /// Print the path of one of the suite's own C programs (workloads/src), compiling it with cc
+    /// first if needed, to run it by hand: `xlat trace -- "$(xlat workloads program extreme)" ...`.
+    Program(ProgramArgs),
+}
+
+#[derive(Args)]
+struct ProgramArgs {
+    /// The program (workloads/src/NAME.c).
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(workloads::PROGRAMS.iter().map(|(n, _)| *n)))]
+    name: String,
 }
 
 #[derive(Args)]
@@ -61,6 +71,11 @@ pub fn cmd_workloads(a: WorkloadsArgs) -> Result<()> {
     match a.command {
         WorkloadsCommand::Build(b) => build(b),
         WorkloadsCommand::List(c) => list(c),
+        WorkloadsCommand::Program(p) => {
+            let path = workloads::program(&p.name).map_err(|e| anyhow!(e))?;
+            outln!("{}", path.display());
+            Ok(())
+        }
     }
 }
 

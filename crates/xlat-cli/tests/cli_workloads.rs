@@ -189,17 +189,25 @@ fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
     let extreme = m.workload.iter().find(|w| w.name == "extreme").unwrap();
     let pages = extreme.small.n;
     let (nproc, passes) = (8u64, 10u64);
+    let info = run_json_info(&dir.join("extreme.xtr"));
+    assert_eq!(u(&info, "/processes"), nproc + 1, "the parent and its n children");
     let t = records(&dir.join("extreme.xtr"));
-    // The shared mapping: p pages of 16 KB, MAP_SHARED, in the parent.
+    // The shared mapping: p pages of 16 KB, MAP_SHARED, in the parent (the first process),
+    // before any fork.
+    let parent = t.iter().find_map(|r| match *r {
+        Record::Process { asid } => Some(asid),
+        _ => None,
+    });
     let (start, len) = t
         .iter()
+        .take_while(|r| !matches!(r, Record::Fork { .. }))
         .find_map(|r| match *r {
             Record::Map { start, len, flags } if flags & map_flags::SHARED != 0 => Some((start, len)),
             _ => None,
         })
-        .expect("a shared mapping");
+        .expect("a shared mapping in the parent before the forks");
     assert_eq!(len, pages * 16384);
-    let mut cur = 0u32;
+    let mut cur = parent.expect("a first process");
     let mut touched: std::collections::BTreeMap<u32, std::collections::BTreeSet<u64>> = Default::default();
     let (mut forks, mut switches) = (0u64, 0u64);
     for r in &t {
@@ -218,11 +226,15 @@ fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
     }
     assert_eq!(forks, nproc);
     assert_eq!(touched.len() as u64, nproc, "every child reads the mapping: {touched:?}");
+    assert!(!touched.contains_key(&parent.unwrap_or(0)), "the parent only maps the file");
     assert!(touched.values().all(|p| p.len() as u64 == pages), "each child reads all p pages");
     // One scheduling point per pass and child: most of them switch (a few find no other child
     // ready); a quantum of 10,000 references alone would give a handful.
     assert!(switches >= nproc * passes / 2, "{switches} switches");
 
+    let info = run_json_info(&dir.join("ctx-ring.xtr"));
+    assert_eq!(u(&info, "/processes"), 8);
+    assert!(u(&info, "/events/context_switch") >= 700, "{info}");
     let t = records(&dir.join("ctx-ring.xtr"));
     let switches = t.iter().filter(|r| matches!(r, Record::ContextSwitch { .. })).count();
     let procs: std::collections::BTreeSet<u32> = t
@@ -249,4 +261,62 @@ fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
         }
     }
     assert!(ipcs >= 790, "{ipcs} messages of 800");
+}
+
+/// The suite's programs run by hand (`xlat workloads program NAME` under `xlat trace`) with
+/// other parameters: `extreme -c` in `both` mode, where each child maps the file itself (as in
+/// chapman03) and both calls a function at the start of each page and reads a byte of it.
+#[test]
+fn extreme_by_hand_each_child_maps_the_file_and_executes_its_pages() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use xlat::trace::{map_flags, Record};
+    let d = tempfile::tempdir().unwrap();
+    let out = ok(run(&["workloads", "program", "extreme"]));
+    let prog = stdout(&out).trim().to_string();
+    assert!(Path::new(&prog).is_file(), "{prog}");
+    let (nproc, pages, passes) = (3u64, 16u64, 4u64);
+    let (data, xtr) = (d.path().join("extreme.dat"), d.path().join("extreme.xtr"));
+    let (n, p, i) = (nproc.to_string(), pages.to_string(), passes.to_string());
+    ok(run(&["trace", "-o", s(&xtr), "--", &prog, "-c", s(&data), &n, &p, "both", &i]));
+    assert!(!data.exists(), "the program removes its file");
+    let (mut cur, mut parent) = (0u32, None);
+    let mut object = BTreeMap::new();
+    // Each child's shared mapping: (start, len, object).
+    let mut maps: BTreeMap<u32, (u64, u64, u32)> = BTreeMap::new();
+    let mut fetched: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    let mut read: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for r in records(&xtr) {
+        match r {
+            Record::Process { asid } | Record::ContextSwitch { asid } => {
+                cur = asid;
+                parent.get_or_insert(asid);
+            }
+            Record::Object { id, .. } => {
+                object.insert(cur, id);
+            }
+            Record::Map { start, len, flags } => {
+                let id = object.remove(&cur).unwrap_or(0);
+                if flags & map_flags::SHARED != 0 {
+                    assert!(flags & map_flags::EXEC != 0, "exec mode maps the file executable: {flags:#x}");
+                    assert!(maps.insert(cur, (start, len, id)).is_none(), "one shared mapping per process");
+                }
+            }
+            Record::Access { addr, kind, .. } => {
+                if let Some(&(start, _, _)) = maps.get(&cur).filter(|m| addr >= m.0 && addr < m.0 + m.1) {
+                    let set = if kind.is_data() { &mut read } else { &mut fetched };
+                    set.entry(cur).or_default().insert((addr - start) / 16384);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(!maps.contains_key(&parent.unwrap()), "with -c the parent does not map the file");
+    assert_eq!(maps.len() as u64, nproc, "{maps:?}");
+    let ids: BTreeSet<u32> = maps.values().map(|m| m.2).collect();
+    assert!(ids.len() == 1 && !ids.contains(&0), "every child maps the same file object: {maps:?}");
+    assert!(maps.values().all(|m| m.1 == pages * 16384), "{maps:?}");
+    for set in [&fetched, &read] {
+        assert_eq!(set.len() as u64, nproc, "{set:?}");
+        assert!(set.values().all(|p| p.len() as u64 == pages), "each child touches all p pages: {set:?}");
+    }
 }
