@@ -36,6 +36,7 @@ pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
 mod model_cmd;
 mod reproduce_cmd;
 mod snapshot_cmd;
+mod sweep_cmd;
 mod trace_cmd;
 mod workloads_cmd;
 
@@ -87,6 +88,8 @@ enum Command {
     Workloads(workloads_cmd::WorkloadsArgs),
     /// Reproduce a paper's figures and claims on the workload suite (talluri95).
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// Sweep a design space: parameters varied by path over traces, one table (CSV, Parquet).
+    Sweep(sweep_cmd::SweepArgs),
 }
 
 #[derive(Args)]
@@ -321,6 +324,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Trace(a) => trace_cmd::cmd_trace(a),
         Command::Workloads(a) => workloads_cmd::cmd_workloads(a),
         Command::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
+        Command::Sweep(a) => sweep_cmd::cmd_sweep(a),
     }
 }
 

@@ -14,6 +14,7 @@
 //! - [`stats`]: plain counters the engine fills and the printers read.
 //! - [`report`]: table, JSON and CSV printers.
 //! - [`workloads`]: the reproducible suite of real programs, traced and snapshotted.
+//! - [`sweep`]: design-space sweeps: points by parameter path, kept by content hash, one table.
 //!
 //! A design, a few references and their counts:
 //!
@@ -61,6 +62,7 @@ pub mod report;
 pub mod reproduce;
 pub mod snapshot;
 pub mod stats;
+pub mod sweep;
 pub mod tlb;
 pub mod trace;
 pub mod tracer;
