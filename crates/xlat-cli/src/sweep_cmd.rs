@@ -26,7 +26,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "N", default_value_t = 32)]
     group: usize,
     /// Run the points as tasks on the Ray cluster at this address (`auto`, `HOST:PORT`), through
-    /// the xlat Python package (`python3 -m xlat.sweep`; $XLAT_PYTHON names another interpreter).
+    /// the xlat Python package (`python3 -m xlat sweep`; $XLAT_PYTHON names another interpreter).
     #[arg(long, value_name = "ADDRESS")]
     ray: Option<String>,
     /// No progress bar and no summary.
@@ -143,12 +143,12 @@ fn run_local(sweep: &Sweep, store: &Store, tasks: Vec<sweep::Task>, jobs: usize,
     }
 }
 
-/// Runs the missing points on a Ray cluster: `python3 -m xlat.sweep ... --ray ADDRESS` stores
+/// Runs the missing points on a Ray cluster: `python3 -m xlat sweep ... --ray ADDRESS` stores
 /// them in the same directory; this command then writes the tables as for a local run.
 fn run_on_ray(a: &SweepArgs, out: &Path, address: &str) -> Result<()> {
     let python = std::env::var_os("XLAT_PYTHON").unwrap_or_else(|| "python3".into());
     let mut cmd = std::process::Command::new(&python);
-    cmd.args(["-m", "xlat.sweep", "--points-only", "--ray", address, "--group", &a.group.to_string(), "--out"])
+    cmd.args(["-m", "xlat", "sweep", "--points-only", "--ray", address, "--group", &a.group.to_string(), "--out"])
         .arg(out)
         .arg(&a.file);
     if let Some(j) = a.jobs {
@@ -168,7 +168,7 @@ fn run_on_ray(a: &SweepArgs, out: &Path, address: &str) -> Result<()> {
         // The Python side has printed its one-line error.
         Some(2) => std::process::exit(2),
         _ => bail!(
-            "--ray: `{} -m xlat.sweep` failed ({status}); is the xlat Python package installed (pip install ./bindings/python)?",
+            "--ray: `{} -m xlat sweep` failed ({status}); is the xlat Python package installed (pip install ./bindings/python)?",
             python.to_string_lossy()
         ),
     }
