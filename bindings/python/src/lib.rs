@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use xlat::sweep::{self, Design, Store, Sweep, WorkloadSource};
 use xlat::trace::{self, TraceReader, TraceWriter};
 
-create_exception!(_xlat, XlatError, PyException, "Every error of xlat: one line saying what and where.");
-create_exception!(_xlat, ConfigError, XlatError, "A design, parameter or sweep file that cannot be used.");
-create_exception!(_xlat, TraceError, XlatError, "A trace that cannot be read or written.");
-create_exception!(_xlat, SimulationError, XlatError, "A simulation that could not complete.");
-create_exception!(_xlat, TracerError, XlatError, "A program that could not be traced.");
+create_exception!(xlat, XlatError, PyException, "Every error of xlat: one line saying what and where.");
+create_exception!(xlat, ConfigError, XlatError, "A design, parameter or sweep file that cannot be used.");
+create_exception!(xlat, TraceError, XlatError, "A trace that cannot be read or written.");
+create_exception!(xlat, SimulationError, XlatError, "A simulation that could not complete.");
+create_exception!(xlat, TracerError, XlatError, "A program that could not be traced.");
 
 fn config_err(e: impl std::fmt::Display) -> PyErr {
     ConfigError::new_err(e.to_string())
@@ -136,7 +136,10 @@ fn presets() -> Vec<String> {
 #[pyo3(signature = (designs, trace, max_refs=None))]
 fn run(py: Python<'_>, designs: Vec<PyDesign>, trace: PathBuf, max_refs: Option<u64>) -> PyResult<String> {
     let configs = designs.iter().map(|d| d.inner.config()).collect::<Result<Vec<_>, _>>().map_err(config_err)?;
-    for c in &configs {
+    for (i, c) in configs.iter().enumerate() {
+        if configs[..i].iter().any(|o| o.name == c.name) {
+            return Err(config_err(format!("two designs are named '{}': give each config a distinct `name`", c.name)));
+        }
         xlat::engine::System::new(c).map_err(|e| config_err(format!("config '{}': {e}", c.name)))?;
     }
     let path = trace.display().to_string();

@@ -645,7 +645,7 @@ pub fn run_designs(
 ) -> Result<Value> {
     for (i, c) in configs.iter().enumerate() {
         if configs[..i].iter().any(|o| o.name == c.name) {
-            return Err(SweepError::new(format!("two designs are named '{}': give each a distinct name", c.name)));
+            return Err(SweepError::new(format!("two designs are named '{}': give each config a distinct `name`", c.name)));
         }
     }
     if configs.is_empty() {

@@ -1,0 +1,173 @@
+"""The API against the `xlat` command: presets, designs, runs, info, trace, errors."""
+
+import json
+import shutil
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import xlat
+
+
+def test_presets_are_the_commands(cli):
+    names = [line.split()[0] for line in cli("presets").stdout.splitlines() if line and not line[0].isspace()]
+    assert xlat.presets() == names
+    assert "x86-64" in names
+
+
+def test_a_preset_is_the_commands_toml(cli):
+    for name in xlat.presets():
+        d = xlat.Design.preset(name)
+        assert d.name == name
+        assert tomllib.loads(d.to_toml()) == tomllib.loads(cli("presets", "--show", name).stdout)
+
+
+def test_set_and_get_by_path():
+    d = xlat.Design.preset("x86-64")
+    assert d.get("tlb.1.entries") == 64
+    assert d.set("tlb.1.entries", 128).set("page_table.kind", "hashed") is d
+    assert d.get("tlb.1.entries") == 128 and d.get("page_table.kind") == "hashed"
+    assert d.get("stlb.entries") is None
+    d.set("stlb.entries", 1024)
+    assert tomllib.loads(d.to_toml())["stlb"] == {"entries": 1024}
+    e = d.copy().set("tlb.1.entries", 8)
+    assert d.get("tlb.1.entries") == 128 and e.get("tlb.1.entries") == 8
+    assert e != d and e.copy() == e
+
+
+@pytest.mark.parametrize(
+    "path,value,message",
+    [
+        ("tlb.1.entriez", 8, "unknown parameter 'tlb.1.entriez'"),
+        ("tlb.9.entries", 8, "cannot set 'tlb.9.entries': 'tlb' has 3 entries"),
+        ("tlb.1.entries", 0, "'tlb.1.entries' = 0"),
+        ("tlb.1.entries", "many", "'tlb.1.entries' = \"many\""),
+        ("tlb.x.entries", 8, "expected an index"),
+        ("tlb.1.entries", [1], "expected an int, float, bool or str"),
+    ],
+)
+def test_a_bad_parameter_is_a_config_error_and_changes_nothing(path, value, message):
+    d = xlat.Design.preset("x86-64")
+    before = d.to_toml()
+    with pytest.raises(xlat.ConfigError, match=None) as e:
+        d.set(path, value)
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+    assert isinstance(e.value, xlat.XlatError)
+    assert d.to_toml() == before
+
+
+def test_from_toml_text_file_and_path(tmp_path, cli):
+    text = cli("presets", "--show", "x86-64").stdout.replace('name = "x86-64"', 'name = "mine"')
+    f = tmp_path / "mine.toml"
+    f.write_text(text)
+    a, b, c = xlat.Design.from_toml(text), xlat.Design.from_toml(str(f)), xlat.Design.from_toml(f)
+    assert a == b == c and a.name == "mine"
+
+
+def test_config_errors_carry_the_commands_message(tmp_path, cli, repo):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\n[[tlb]]\nname = "L1"\nentries = 0\n')
+    with pytest.raises(xlat.ConfigError) as e:
+        xlat.Design.from_toml(bad)
+    assert str(e.value) == cli.error("run", "-c", bad, "-t", repo / "data/demo.xtr")
+    with pytest.raises(xlat.ConfigError) as e:
+        xlat.Design.preset("x86")
+    assert str(e.value) == cli.error("run", "-p", "x86", "-t", repo / "data/demo.xtr")
+    with pytest.raises(xlat.ConfigError):
+        xlat.Design.from_toml(tmp_path / "missing.toml")
+
+
+def test_run_is_the_commands_json(traces, cli):
+    d = xlat.Design.preset("x86-64").set("tlb.1.entries", 16).set("name", "small-dtlb")
+    cfg = traces / "small.toml"
+    cfg.write_text(d.to_toml())
+    for trace in ("demo.xtr", "sort-400.lackey.zst"):
+        r = xlat.run([d, "x86-64", xlat.Design.preset("mips-r3000")], traces / trace)
+        doc = cli.json("run", "-c", cfg, "-p", "x86-64", "-p", "mips-r3000", "-t", traces / trace, "--json", "-")
+        assert r.designs == doc["configs"]
+        assert r.trace == doc["trace"]
+        assert r.complete and len(r) == 3
+        assert r["small-dtlb"]["tlb"][1]["entries"] == 16
+        df = r.to_pandas()
+        assert list(df["name"]) == ["small-dtlb", "x86-64", "mips-r3000"]
+        for i, design in enumerate(doc["configs"]):
+            flat = xlat.flatten(design)
+            for col, v in flat.items():
+                got = df.loc[i, col]
+                assert (pd.isna(got) and v is None) or got == v, (design["name"], col)
+        for col in ("tlb.0.misses", "walks.count", "page_table.bytes", "cycles.total"):
+            assert col in df.columns
+
+
+def test_max_refs(traces, cli):
+    r = xlat.run("x86-64", traces / "demo.xtr", max_refs=1000)
+    doc = cli.json("run", "-p", "x86-64", "-t", traces / "demo.xtr", "--max-refs", "1000", "--json", "-")
+    assert r.designs == doc["configs"] and r.trace["references"] == 1000
+
+
+def test_run_errors(traces, cli):
+    with pytest.raises(xlat.TraceError) as e:
+        xlat.run("x86-64", traces / "nope.xtr")
+    assert str(e.value) == cli.error("run", "-p", "x86-64", "-t", traces / "nope.xtr")
+    with pytest.raises(xlat.ConfigError):
+        xlat.run(["x86-64", "x86-64"], traces / "demo.xtr")
+    with pytest.raises(xlat.ConfigError):
+        xlat.run("nope", traces / "demo.xtr")
+    empty = traces / "empty.lackey"
+    empty.write_text("")
+    with pytest.raises(xlat.SimulationError) as e:
+        xlat.run("x86-64", empty)
+    assert str(e.value) == cli.error("run", "-p", "x86-64", "-t", empty)
+
+
+def test_info_is_the_commands(traces, cli):
+    for t in ("demo.xtr", "sort-400.lackey.zst"):
+        assert xlat.info(traces / t) == cli.json("info", traces / t, "--json", "-")
+    with pytest.raises(xlat.TraceError):
+        xlat.info(traces / "nope.xtr")
+
+
+def test_trace_a_program(tmp_path, cli):
+    if shutil.which("qemu-x86_64") is None:
+        pytest.fail("qemu-x86_64 is missing: scripts/test.sh installs qemu-user")
+    out = tmp_path / "true.xtr"
+    counts = xlat.trace(["/bin/true"], out)
+    assert out.exists() and counts["references"] > 1000 and counts["processes"] == 1
+    info = cli.json("info", out, "--json", "-")
+    assert info["references"] == counts["references"] == xlat.info(out)["references"]
+    with pytest.raises(xlat.TracerError):
+        xlat.trace([], out)
+    with pytest.raises(xlat.TracerError):
+        xlat.trace(["/bin/true"], tmp_path / "t.lackey")
+
+
+def test_run_releases_the_gil(tmp_path, cli):
+    big = tmp_path / "big.xtr"
+    cli("gen", "-o", big, "--refs", "400000", "--footprint", "64M", "--pattern", "uniform")
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.05)
+        before = count[0]
+        started = time.perf_counter()
+        xlat.run(["x86-64", "mips-r3000"], big)
+        took = time.perf_counter() - started
+        during = count[0] - before
+    finally:
+        stop.set()
+        t.join()
+    assert took > 0.05
+    # With the GIL held the other thread would not run at all during the call.
+    assert during > 10000, (during, took)
