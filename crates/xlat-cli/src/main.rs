@@ -33,6 +33,7 @@ pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
     anyhow!("standard output: cannot write: {e}")
 }
 
+mod curve_cmd;
 mod model_cmd;
 mod reproduce_cmd;
 mod snapshot_cmd;
@@ -69,6 +70,8 @@ enum Command {
     Run(RunArgs),
     /// Run the bundled real trace through a few contrasting designs.
     Demo(DemoArgs),
+    /// Misses of every TLB size and associativity in one pass over a trace (miss-ratio curve).
+    Curve(curve_cmd::CurveArgs),
     /// Convert a trace between formats (lackey, xtr, champsim; gz/zst/xz compression).
     Convert(ConvertArgs),
     /// Summarise a trace: references by kind, distinct pages, processes, events.
@@ -208,7 +211,7 @@ struct PresetsArgs {
     show: Option<String>,
 }
 
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().last() {
         Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
@@ -312,6 +315,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(a) => cmd_run(a),
         Command::Demo(a) => cmd_demo(a),
+        Command::Curve(a) => curve_cmd::cmd_curve(a),
         Command::Convert(a) => cmd_convert(a),
         Command::Info(a) => cmd_info(a),
         Command::Gen(a) => cmd_gen(a),
@@ -324,7 +328,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn format_arg(s: &str) -> Option<Format> {
+pub(crate) fn format_arg(s: &str) -> Option<Format> {
     Format::from_name(s)
 }
 
