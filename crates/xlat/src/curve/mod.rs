@@ -17,8 +17,9 @@
 //!
 //! With a sampling rate `R` ([`CurveSpec::sample`]), fully associative points use spatial
 //! sampling of pages (SHARDS): only pages whose key hashes below `R` are tracked, a sampled
-//! stack distance `d` stands for `d / R`, and misses are scaled from the sampled lookups to all
-//! of them. Set-associative points sample whole sets instead (a set's behaviour needs all its
+//! stack distance `d` stands for `1 + (d - 1) / R`, and misses are scaled from the sampled lookups to all
+//! of them; sizes up to [`NEAR`] entries stay exact (every page goes through a list that deep),
+//! where SHARDS is least accurate. Set-associative points sample whole sets instead (a set's behaviour needs all its
 //! pages); when fewer than 4 sets would be sampled, they are computed exactly.
 
 pub mod stack;
@@ -204,6 +205,7 @@ impl CurveSpec {
         let mut pairs = Vec::new();
         let mut used = vec![false; self.ways.len()];
         for &e in &self.entries {
+            let first = pairs.len();
             for (i, w) in self.ways.iter().enumerate() {
                 let w = match *w {
                     Ways::Full => e,
@@ -224,7 +226,10 @@ impl CurveSpec {
                 match why {
                     None => {
                         used[i] = true;
-                        pairs.push((e, w));
+                        // `full` and an explicit way count can name the same pair: once.
+                        if !pairs[first..].contains(&(e, w)) {
+                            pairs.push((e, w));
+                        }
                     }
                     Some(msg) if !self.entries_range => return Err(ParamError::new("--ways", msg)),
                     Some(_) => {}
@@ -289,7 +294,12 @@ struct FaLane {
     /// Cache of the last key's sampling decision.
     last: u64,
     last_in: bool,
+    /// Sampled curves: the exact stack of every page, [`NEAR`] deep, for the small sizes.
+    near: Option<SetStacks>,
 }
+
+/// Sizes up to this are exact in sampled curves (their distances come from a list this deep).
+pub const NEAR: u32 = 32;
 
 /// Per-set stacks of one set count, with its set-sampling filter.
 struct SetLane {
@@ -336,6 +346,7 @@ impl Lane {
                 tracked: 0,
                 last: stack::EMPTY,
                 last_in: false,
+                near: (threshold != u64::MAX).then(|| SetStacks::new(1, NEAR.min(m))),
             });
             for &(e, w) in pairs.iter().filter(|(e, w)| e != w) {
                 let s = e / w;
@@ -433,6 +444,7 @@ impl Lane {
             if fa.threshold == u64::MAX {
                 fa.stack.access(key);
             } else {
+                fa.near.as_mut().expect("sampled").access(key);
                 if key != fa.last {
                     fa.last = key;
                     fa.last_in = mix(key) < fa.threshold;
@@ -492,9 +504,13 @@ impl Lane {
                     let h = &fa.stack.hist;
                     if fa.threshold == u64::MAX {
                         self.lookups - h[1..=e as usize].iter().sum::<u64>()
+                    } else if e <= NEAR {
+                        self.lookups - fa.near.as_ref().expect("sampled").hist[1..=e as usize].iter().sum::<u64>()
                     } else {
-                        // A sampled distance d stands for d / R: a hit at size e when d <= e * R.
-                        let reach = ((e as f64 * self.rate).floor() as usize).min(h.len() - 2);
+                        // A sampled distance d counts the page itself and d - 1 sampled pages
+                        // between its uses, which stand for (d - 1) / R pages: a hit at size e
+                        // when 1 + (d - 1) / R <= e.
+                        let reach = ((1.0 + (e - 1) as f64 * self.rate + 1e-9).floor() as usize).min(h.len() - 2);
                         let hits: u64 = h[1..=reach].iter().sum();
                         scale(fa.tracked, (fa.tracked - hits) as f64)
                     }
