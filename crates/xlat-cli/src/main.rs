@@ -136,6 +136,9 @@ struct SimArgs {
     /// No table on standard output and no progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Simulate the designs on up to N threads (default: every core); results do not depend on N.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
 }
 
 #[derive(Args)]
@@ -396,7 +399,9 @@ fn simulate(
     let start = Instant::now();
     let opts = RunOptions { max_refs: common.max_refs };
     let mut last_msg = 0u64;
-    let summary = engine::run(reader, &mut systems, opts, |n| {
+    let jobs =
+        common.jobs.map(|j| j as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let summary = engine::run_jobs(reader, &mut systems, opts, jobs, |n| {
         if let Some(b) = &bar {
             b.set_position(n);
             // The rate text changes a few times a second, not per batch.

@@ -1355,9 +1355,28 @@ pub fn run(
     reader: &mut dyn TraceReader,
     systems: &mut [System],
     opts: RunOptions,
+    progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    run_jobs(reader, systems, opts, 1, progress)
+}
+
+/// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
+/// thread simulates its share of the designs (a contiguous slice of `systems`) over the same
+/// decoded batches, which it shares read-only. Every design sees the same records in the same
+/// order whatever `jobs` is, so the results are identical; `jobs <= 1` (or one design) is the
+/// single simulation thread of [`run`].
+pub fn run_jobs(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
     mut progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
     use std::sync::mpsc;
+    let jobs = jobs.clamp(1, systems.len().max(1));
+    if jobs > 1 {
+        return run_parallel(reader, systems, opts, jobs, progress);
+    }
     let mut counts = TraceCounts::default();
     let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
     counts.lookup_page_size = if !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
@@ -1438,6 +1457,124 @@ pub fn run(
         }
         truncated = reader_thread.join().unwrap_or(false);
         Ok(())
+    })?;
+    Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
+}
+
+/// Counts one batch's records as [`run`]'s reader does: references, kinds, lookups at `shift`
+/// and events, stopping at `max` references. Returns how many records to use and whether the
+/// limit cut the batch.
+fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
+    for (i, r) in buf.iter().enumerate() {
+        if let Record::Access { kind, size, addr } = *r {
+            if c.references == max {
+                return (i, true);
+            }
+            c.references += 1;
+            c.by_kind[kind as usize] += 1;
+            let end = match addr.checked_add(size.max(1) as u64 - 1) {
+                Some(end) => end,
+                None => {
+                    c.clipped_accesses += 1;
+                    u64::MAX
+                }
+            };
+            c.lookups += (end >> shift) - (addr >> shift) + 1;
+        } else {
+            c.events += 1;
+        }
+    }
+    (buf.len(), false)
+}
+
+/// Feeds `batch[..n]` to each system of `systems` that has not failed; `before` are the trace
+/// counts before the batch (for the failure's position).
+fn process_share(systems: &mut [System], batch: &[Record], before: &TraceCounts) {
+    for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
+        if let Err((i, error)) = s.process_until(batch) {
+            let refs_before = batch[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+            s.failure = Some(DesignFailure {
+                error,
+                reference: before.references + refs_before + 1,
+                record: before.references + before.events + i as u64 + 1,
+            });
+        }
+    }
+}
+
+/// [`run_jobs`] with more than one simulation thread: the reader thread decodes and counts,
+/// the calling thread simulates the first share of the designs and hands each batch (shared,
+/// read-only) to `jobs - 1` workers that simulate the other shares.
+fn run_parallel(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
+    mut progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    use std::sync::{mpsc, Arc};
+    type Shared = Arc<(Vec<Record>, usize, TraceCounts)>;
+    let mut counts = TraceCounts::default();
+    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
+    counts.lookup_page_size = if sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
+    let shift = counts.lookup_page_size.trailing_zeros();
+    let max = opts.max_refs.unwrap_or(u64::MAX);
+    let share = systems.len().div_ceil(jobs);
+    let mut shares = systems.chunks_mut(share);
+    let mine = shares.next().expect("at least one design");
+    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
+        type Msg = Result<(Vec<Record>, usize, TraceCounts, TraceCounts), TraceError>;
+        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
+        let reader = &mut *reader;
+        let mut c = counts;
+        let reader_thread = scope.spawn(move || -> bool {
+            loop {
+                let mut buf = Vec::with_capacity(BATCH);
+                if c.references == max {
+                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
+                }
+                match reader.read_batch(&mut buf, BATCH) {
+                    Ok(0) => return false,
+                    Ok(_) => {
+                        let before = c;
+                        let (n, cut) = count_batch(&buf, &mut c, shift, max);
+                        if full_tx.send(Ok((buf, n, before, c))).is_err() {
+                            return false;
+                        }
+                        if cut {
+                            return true;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        return false;
+                    }
+                }
+            }
+        });
+        let mut workers = Vec::new();
+        for theirs in shares {
+            let (tx, rx) = mpsc::sync_channel::<Shared>(4);
+            workers.push(tx);
+            scope.spawn(move || {
+                for b in rx.iter() {
+                    process_share(theirs, &b.0[..b.1], &b.2);
+                }
+            });
+        }
+        for msg in full_rx.iter() {
+            let (batch, n, before, after) = msg?;
+            let shared: Shared = Arc::new((batch, n, before));
+            for w in &workers {
+                // A worker only stops when its channel closes, after this loop.
+                let _ = w.send(Arc::clone(&shared));
+            }
+            process_share(mine, &shared.0[..n], &before);
+            counts = after;
+            progress(counts.references);
+        }
+        drop(workers);
+        Ok(reader_thread.join().unwrap_or(false))
     })?;
     Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
 }
