@@ -6,6 +6,12 @@
 #     on a real trace and on a 10M-reference synthetic trace with about 40% misses
 #   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
 #   - Itanium regions, layout and protection keys against the same design without them
+#   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv)
+#     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput
+#   - `xlat curve` (every fully associative size, 1..4096) against one FA-64 run, and
+#     `xlat run --jobs N` scaling with 4 designs
+# BENCH_LONG=1 also runs a curve and a run over a generated 10^9-reference trace (piped, never
+# written) and prints their peak memory.
 # Each figure is the best of 3 runs. Traces are made once into target/bench-data/.
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
 # it the bundled data/ trace is used, which is small and so noisier).
@@ -117,3 +123,46 @@ tp=$(best "$X" run -q -c "$D/bench-itanium-plain.toml" -t "$D/real.xtr")
 tk=$(best "$X" run -q -c scripts/bench-itanium.toml -t "$D/real.xtr")
 printf "%-46s %10.3f %7.1f M refs/s\n" "long VHPT, no regions or keys, real" "$tp" "$(echo "$xr_refs / $tp / 1000000" | bc -l)"
 printf "%-46s %10.3f %7.1f M refs/s (%.2fx the speed without)\n" "long VHPT + layout, regions, keys, real" "$tk" "$(echo "$xr_refs / $tk / 1000000" | bc -l)" "$(echo "$tp / $tk" | bc -l)"
+
+# Anchors: the page-number stream the FA-64 design's TLB sees, replayed by libCacheSim's LRU (its
+# C core through process_trace, reading oracleGeneral) and by a hand-written C loop (hash chains +
+# LRU list, simulation only, stream already in memory). xlat's figure is end to end from .xtr.
+V=target/bench-venv
+if [ ! -x "$V/bin/python" ]; then
+  python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
+fi
+"$V/bin/python" -c 'import libcachesim' 2>/dev/null || "$V/bin/pip" install -q libcachesim
+cargo build --release -q -p xlat --example pages
+cc -O2 -o "$D/fa_lru" benches/fa_lru.c
+for t in real synthetic; do
+  [ -f "$D/$t.pages.u64" ] || target/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
+  read -r n misses < <(lookups "$D/$t.xtr")
+  tx=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
+  read -r cn cm cs < <(for _ in 1 2 3; do "$D/fa_lru" "$D/$t.pages.u64" 64; done | sort -k3 -g | head -1)
+  read -r ln lm ls < <("$V/bin/python" benches/libcachesim_lru.py "$D/$t.pages.og" 64)
+  [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
+    echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2
+  printf "%-46s %10.3f %7.1f M lookups/s\n" "xlat FA-64 LRU + radix, $t, end to end" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx\n" "C loop (benches/fa_lru.c), $t, simulation" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)"
+  printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx\n" "libCacheSim LRU, $t, process_trace" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)"
+  # Every fully associative size from 1 to 4096 in one pass, against the one FA-64 run.
+  tc=$(best "$X" curve -q -t "$D/$t.xtr" --entries 1..4096)
+  printf "%-46s %10.3f %7.1f M lookups/s  (%.2fx the FA-64 run's speed)\n" "xlat curve --entries 1..4096, $t" "$tc" "$(echo "$n / $tc / 1000000" | bc -l)" "$(echo "$tx / $tc" | bc -l)"
+  tcs=$(best "$X" curve -q -t "$D/$t.xtr" --entries 1..4096 --ways full,1,2,4,8)
+  printf "%-46s %10.3f %7.1f M lookups/s\n" "  with --ways full,1,2,4,8" "$tcs" "$(echo "$n / $tcs / 1000000" | bc -l)"
+done
+
+# --jobs scaling: four designs (the x86-64 preset, FA-64 + radix, talluri95 single, itanium2)
+# over the real trace on 1 and 2 threads.
+for j in 1 2; do
+  tj=$(best "$X" run -q --jobs $j -p x86-64 -c "$D/fa64.toml" -c "$D/t95-single.toml" -p itanium2 -t "$D/real.xtr")
+  printf "%-46s %10.3f %7.1f M lookups/s for all designs\n" "4 designs, real, --jobs $j" "$tj" "$(echo "4 * $xr_refs / $tj / 1000000" | bc -l)"
+done
+
+if [ "${BENCH_LONG:-0}" = 1 ]; then
+  # 10^9 references, generated and piped (never on disk): peak memory stays the footprint's.
+  for cmd in "curve -q --entries 1..4096" "run -q -c $D/fa64.toml"; do
+    /usr/bin/time -f "%e s, max RSS %M KB" "$X" gen --pattern zipf --refs 1000000000 --footprint 256M --seed 3 -o - 2>/dev/null |
+      /usr/bin/time -f "xlat $cmd over 10^9 refs: %e s, max RSS %M KB" "$X" $cmd -t - --format xtr
+  done
+fi
