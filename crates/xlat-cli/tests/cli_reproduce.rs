@@ -220,3 +220,45 @@ fn quick_gray05_measures_the_walker_and_the_long_vhpt_size() {
         assert!(u(&get(w, "long-undersized"), "/vhpt_collisions") > u(&get(w, "long-4x"), "/vhpt_collisions"), "{w}");
     }
 }
+
+#[test]
+fn quick_bala94_measures_kernel_misses_the_ptlb_and_the_stlb() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "bala94", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_outputs(&out, &["kernel-misses"], 8);
+    let (runs, _) = runs(&out);
+    let get = |w: &str, d: &str| runs.iter().find(|r| r["workload"] == w && r["design"] == d).unwrap().clone();
+    let kernel = |w: &str, d: &str| {
+        let r = get(w, d);
+        u(&r, "/l1k") + u(&r, "/l2") + u(&r, "/l3")
+    };
+    for w in ["mdb", "ctx-ring", "bigmsg"] {
+        let mach = get(w, "mach");
+        assert!(u(&mach, "/ipc") > 0 && u(&mach, "/kernel_references") > 0, "{w}: {mach}");
+        // The kernel's references depend on the trace only.
+        assert_eq!(u(&mach, "/kernel_references"), u(&get(w, "ptlb+stlb"), "/kernel_references"));
+        // A cascade needs an L2 or L1K miss first; the STLB cuts cascades short.
+        assert!(u(&mach, "/nested") <= u(&mach, "/l2") + u(&mach, "/l1k"));
+        assert!(u(&get(w, "stlb-dm4k"), "/nested") < u(&mach, "/nested").max(1));
+        assert!(u(&get(w, "stlb-dm4k"), "/stlb_hits") >= u(&get(w, "stlb-dm1k"), "/stlb_hits"));
+        assert!(u(&get(w, "ptlb"), "/ptlb_useful") <= u(&get(w, "ptlb"), "/ptlb_prefetches"));
+    }
+    // Prefetching on the IPC path removes kernel misses where IPC is frequent.
+    for w in ["mdb", "ctx-ring"] {
+        assert!(kernel(w, "ptlb") * 4 <= kernel(w, "mach") * 3, "{w}: {} vs {}", kernel(w, "ptlb"), kernel(w, "mach"));
+        assert!(u(&get(w, "ptlb"), "/ptlb_useful") > 0);
+    }
+    // Without IPC, the PTLB does nothing.
+    assert_eq!(u(&get("extreme", "mach"), "/ipc"), 0);
+    assert_eq!(kernel("extreme", "ptlb"), kernel("extreme", "mach"));
+    assert_eq!(u(&get("extreme", "ptlb"), "/ptlb_prefetches"), 0);
+    // §6.2: a faster clock makes each kernel miss dearer, and the STLB's paths far cheaper.
+    let per = |d: &str| {
+        let r = get("mdb", d);
+        (u(&r, "/miss_cycles") - u(&r, "/user_cycles")) as f64 / kernel("mdb", d) as f64
+    };
+    assert!(per("mach-200mhz") > 3.0 * per("mach"));
+    assert!(per("stlb-dm4k-200mhz") * 3.0 < per("mach-200mhz"));
+}

@@ -641,3 +641,49 @@ int main(int argc, char **argv) {
         "{windows} windows, {shareable} shareable maps"
     );
 }
+
+/// A client and a server exchanging messages through pipes: each write another traced process
+/// reads becomes an `Ipc` event to that process, after the `Syscall` record of the write (its
+/// pipe, buffer and length); the reads are recorded with their buffers too.
+#[test]
+fn a_client_and_server_exchange_ipc_messages_with_their_system_calls() {
+    let prog = xlat::workloads::program("bigmsg").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bigmsg.xtr");
+    trace(&out, &[], &[s(&prog), "3000", "20"]);
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 2, "{v}");
+    let mut r = xlat::trace::open::open_reader(s(&out), None).unwrap();
+    let mut buf = Vec::new();
+    let (mut cur, mut last_syscall, mut ipcs) = (u32::MAX, None, Vec::new());
+    let mut reads = 0;
+    use xlat::trace::{fd_kind, Record};
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        for rec in &buf {
+            match *rec {
+                Record::Process { asid } | Record::ContextSwitch { asid } => cur = asid,
+                Record::Syscall { fd, len, buf, object, .. } => {
+                    last_syscall = Some((fd, len, buf, object));
+                    if fd == fd_kind::PIPE | fd_kind::INTO_BUF {
+                        reads += 1;
+                        assert!(buf != 0 && len > 0 && object > 0);
+                    }
+                }
+                Record::Ipc { to } => {
+                    let (fd, len, b, _) = last_syscall.expect("a write comes before its message");
+                    assert_eq!(fd, fd_kind::PIPE | fd_kind::FROM_BUF, "the message follows its pipe write");
+                    assert!(len > 0 && len <= 3000 && b != 0);
+                    ipcs.push((cur, to));
+                }
+                _ => {}
+            }
+        }
+    }
+    // 20 messages each way (the first may go before its reader has read the pipe once).
+    assert!(ipcs.len() >= 38, "{ipcs:?}");
+    assert!(ipcs.iter().all(|&(from, to)| from != to && from < 2 && to < 2), "{ipcs:?}");
+    assert!(ipcs.iter().any(|&(f, _)| f == 0) && ipcs.iter().any(|&(f, _)| f == 1));
+    assert!(reads >= 40);
+    assert_eq!(u(&v, "/events/ipc"), ipcs.len() as u64);
+    assert!(u(&v, "/events/syscall") > 80, "{v}");
+}

@@ -117,6 +117,7 @@ enum {
     R_OBJECT = 0x0b,    /* dev:u64 ino:u64 offset:u64 n:u8 path[n]: the next map maps this object */
     R_PIPE_SEND = 0x0c, /* ino:u64 bytes:u32: the process writes to the pipe ino */
     R_PIPE_RECV = 0x0d, /* ino:u64: the process reads from the pipe ino */
+    R_SYSCALL = 0x0e,   /* nr:u32 fd:u8 dev:u64 ino:u64 buf:u64 len:u64: a system call (fd: kind | direction) */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -456,6 +457,9 @@ enum {
     SYS_PAUSE = 34,
     SYS_NANOSLEEP = 35,
     SYS_RECVFROM = 45,
+    SYS_PREAD64 = 17,
+    SYS_PWRITE64 = 18,
+    SYS_SENDTO = 44,
     SYS_RECVMSG = 47,
     SYS_WAIT4 = 61,
     SYS_FUTEX = 202,
@@ -619,6 +623,33 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
     b->sc_a[0] = a1, b->sc_a[1] = a2, b->sc_a[2] = a3, b->sc_a[3] = a4, b->sc_a[4] = a5, b->sc_a[5] = a6;
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
         ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
+    }
+    {
+        /* Every call: its number and, for calls that move a buffer through a descriptor, the
+           descriptor's kind and object (the guest's descriptors are the host's), the buffer and
+           its length. fd byte: 1 file, 2 pipe, 3 socket; 0x10 the call fills the buffer, 0x20 it
+           sends it. */
+        uint8_t fd = 0;
+        uint64_t dev = 0, ino = 0, buf = 0, len = 0;
+        bool into = num == SYS_READ || num == SYS_PREAD64 || num == SYS_RECVFROM || num == SYS_READV;
+        bool from = num == SYS_WRITE || num == SYS_PWRITE64 || num == SYS_SENDTO || num == SYS_WRITEV;
+        struct stat st;
+        if ((into || from) && fstat((int)a1, &st) == 0) {
+            fd = S_ISFIFO(st.st_mode) ? 2 : S_ISSOCK(st.st_mode) ? 3 : 1;
+            fd |= into ? 0x10 : 0x20;
+            dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino;
+            if (num != SYS_READV && num != SYS_WRITEV) {
+                buf = a2, len = a3;
+            }
+        }
+        room(b, 38);
+        put8(b, R_SYSCALL);
+        put32(b, (uint32_t)num);
+        put8(b, fd);
+        put64(b, dev);
+        put64(b, ino);
+        put64(b, buf);
+        put64(b, len);
     }
     if (num == SYS_READ || num == SYS_READV || num == SYS_WRITE || num == SYS_WRITEV) {
         /* Communication through a pipe: who reads it, and who writes how much to it. */

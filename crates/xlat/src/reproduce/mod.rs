@@ -6,6 +6,7 @@
 //! numbers (never pasted in); where xlat disagrees, the report says so and why. This module holds
 //! what the reproductions share; each paper is a file of its own.
 
+pub mod bala94;
 pub mod chapman03;
 pub mod gray05;
 pub mod talluri95;
