@@ -521,6 +521,8 @@ impl System {
         let c = &mut s.cycles;
         c.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
         c.walk_memory = match &self.cache {
+            // Mach's handler costs (bala94 Table 1) include their PTE loads.
+            _ if self.mach.is_some() => 0,
             Some(cache) => w.cache_hits * cache.hit_cycles + w.cache_misses * cache.miss_cycles,
             None => w.memory_refs * cost.memory_cycles,
         };

@@ -192,6 +192,7 @@ fn system_json(s: &System) -> Value {
             "references": m.references,
             "ipc": m.ipc,
             "syscalls": m.syscalls,
+            "tlb_lookups": m.tlb_lookups,
             "kernel_misses": m.l1k + m.l2 + m.l3,
             "miss_cycles": m.miss_cycles,
         });

@@ -48,6 +48,7 @@ impl System {
         let pte_va = Mach3::upt_va(slot, vpn.0);
         self.mach_kernel_tr(pte_va >> PAGE_SHIFT, 1, false);
         let pa = self.mach().kpa(pte_va);
+        self.rec.mem_refs += 1;
         let c = self.kernel_access(Kind::Load, pa);
         self.mach().stats.miss_cycles += c.saturating_sub(1);
         let pte = match self.pt.get(asid, vpn) {
@@ -79,6 +80,9 @@ impl System {
         let t = Mach3::kernel_type(kvpn);
         let s = if t == MissType::L2 { self.pt_tlb } else { self.dpath.levels[0] as usize };
         self.stats.tlb[s].accesses += 1;
+        if s == self.dpath.levels[0] as usize {
+            self.mach().stats.tlb_lookups += 1;
+        }
         if self.structures[s].tlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some() {
             let m = self.mach();
             if !m.prefetched.is_empty() {
@@ -94,11 +98,13 @@ impl System {
         let m = self.mach();
         m.count(t, depth);
         m.stats.nested += nested as u64;
-        if depth == 0 {
+        // Every handler that refills the level-1 structure is a walk (misses there == walks).
+        if s == self.dpath.levels[0] as usize {
             self.stats.walks.count += 1;
         }
         if let Some(stlb) = self.stlb.as_deref_mut() {
             self.stlb_counts[0] += 1;
+            self.rec.mem_refs += 1; // the probe reads the STLB in unmapped memory
             if stlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some() {
                 self.stlb_counts[1] += 1;
                 let m = self.mach.as_deref_mut().expect("mach3");
@@ -118,6 +124,7 @@ impl System {
             self.mach_kernel_tr(pte_va >> PAGE_SHIFT, depth + 1, true);
             self.mach().kpa(pte_va)
         };
+        self.rec.mem_refs += 1;
         let c = self.kernel_access(Kind::Load, pa);
         self.mach().stats.miss_cycles += c.saturating_sub(1);
         self.mach_insert(s, kvpn);
@@ -197,6 +204,7 @@ impl System {
             self.mach().stats.references += 1;
             let l1 = self.dpath.levels[0] as usize;
             self.stats.tlb[l1].accesses += 1;
+            self.mach().stats.tlb_lookups += 1;
             let pfn = self.translate(true, Vpn(a >> PAGE_SHIFT))?;
             if self.caches.is_some() {
                 self.line_refs(kind, a, (pfn << PAGE_SHIFT) | (a & 0xfff));

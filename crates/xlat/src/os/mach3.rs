@@ -225,6 +225,9 @@ pub struct Mach3Stats {
     pub ipc: u64,
     /// System calls handled.
     pub syscalls: u64,
+    /// Lookups the kernel's references and handlers made in the TLB's main (level-1)
+    /// structure, on top of the program's `lookups`.
+    pub tlb_lookups: u64,
     /// Misses by type: L1U, L1K, L2, L3, invalid.
     pub l1u: u64,
     /// See `l1u`.
