@@ -241,10 +241,14 @@ fn quick_bala94_measures_kernel_misses_the_ptlb_and_the_stlb() {
         assert_eq!(u(&mach, "/kernel_references"), u(&get(w, "ptlb+stlb"), "/kernel_references"));
         // A cascade needs an L2 or L1K miss first; the STLB cuts cascades short.
         assert!(u(&mach, "/nested") <= u(&mach, "/l2") + u(&mach, "/l1k"));
-        assert!(u(&get(w, "stlb-dm4k"), "/nested") < u(&mach, "/nested").max(1));
+        // Compulsory L3 misses stay: a short trace may have no others (the traced interleaving
+        // of the processes varies from run to run).
+        assert!(u(&get(w, "stlb-dm4k"), "/nested") <= u(&mach, "/nested"), "{w}");
         assert!(u(&get(w, "stlb-dm4k"), "/stlb_hits") >= u(&get(w, "stlb-dm1k"), "/stlb_hits"));
         assert!(u(&get(w, "ptlb"), "/ptlb_useful") <= u(&get(w, "ptlb"), "/ptlb_prefetches"));
     }
+    let nested = |d: &str| ["mdb", "ctx-ring"].iter().map(|w| u(&get(w, d), "/nested")).sum::<u64>();
+    assert!(nested("stlb-dm4k") < nested("mach"), "the STLB cuts cascades short");
     // Prefetching on the IPC path removes kernel misses where IPC is frequent.
     for w in ["mdb", "ctx-ring"] {
         assert!(kernel(w, "ptlb") * 4 <= kernel(w, "mach") * 3, "{w}: {} vs {}", kernel(w, "ptlb"), kernel(w, "mach"));
