@@ -4,22 +4,26 @@
  * QUERIES requests in a loop, every request naming K records chosen at random (each client has
  * its own seed), over a pipe to the server; the server touches each requested record (reads it
  * whole and sums its bytes) and replies with the sums over the client's own pipe. Every request
- * and reply blocks in read() until the other side writes.
- * usage: mdb NCLIENT RECORDS RECSIZE QUERIES K FILE
+ * and reply blocks in read() until the other side writes. TRANSPORT `unix` carries requests and
+ * replies over Unix sockets instead (a SOCK_SEQPACKET pair for the requests, whose records keep
+ * their boundaries with many writers, and a SOCK_STREAM pair per client for the replies).
+ * usage: mdb NCLIENT RECORDS RECSIZE QUERIES K FILE [pipe|unix]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define MAXK 64
 
 static void usage(void) {
-    fprintf(stderr, "usage: mdb NCLIENT RECORDS RECSIZE QUERIES K FILE\n");
+    fprintf(stderr, "usage: mdb NCLIENT RECORDS RECSIZE QUERIES K FILE [pipe|unix]\n");
     exit(2);
 }
 
@@ -51,7 +55,9 @@ struct request {
 };
 
 int main(int argc, char **argv) {
-    if (argc != 7) usage();
+    if (argc != 7 && argc != 8) usage();
+    int unix_sockets = argc == 8 && strcmp(argv[7], "unix") == 0;
+    if (argc == 8 && !unix_sockets && strcmp(argv[7], "pipe") != 0) usage();
     long nclient = atol(argv[1]), records = atol(argv[2]), recsize = atol(argv[3]);
     long queries = atol(argv[4]), k = atol(argv[5]);
     if (nclient < 1 || nclient > 64 || records < 1 || recsize < 8 || queries < 1 || k < 1 || k > MAXK) usage();
@@ -72,12 +78,14 @@ int main(int argc, char **argv) {
         x = x * 1103515245u + 12345u;
         db[i] = (unsigned char)(x >> 16);
     }
-    /* One request pipe to the server, one reply pipe per client. */
+    /* One request channel to the server, one reply channel per client: [0] is read, [1]
+       written. */
     int req[2];
     int (*rep)[2] = calloc((size_t)nclient, sizeof *rep);
-    if (!rep || pipe(req) != 0) return 1;
+    if (!rep) return 1;
+    if (unix_sockets ? socketpair(AF_UNIX, SOCK_SEQPACKET, 0, req) != 0 : pipe(req) != 0) return 1;
     for (long c = 0; c < nclient; c++) {
-        if (pipe(rep[c]) != 0) return 1;
+        if (unix_sockets ? socketpair(AF_UNIX, SOCK_STREAM, 0, rep[c]) != 0 : pipe(rep[c]) != 0) return 1;
     }
     for (long c = 0; c < nclient; c++) {
         pid_t pid = fork();
@@ -99,6 +107,7 @@ int main(int argc, char **argv) {
                 for (long i = 0; i < k; i++) total += sums[i];
             }
             printf("client %ld: %llu\n", c, (unsigned long long)total);
+            fflush(stdout);
             _exit(0);
         }
     }

@@ -357,6 +357,14 @@ impl System {
                 if config.itanium.is_some() || config.page_table.kind != PtKind::Linear {
                     return bad("it needs page_table.kind = \"linear\" and no [itanium]");
                 }
+                if config.mach3.cost_model == crate::os::mach3::CostModel::Cache
+                    && !caches.as_ref().is_some_and(|h| h.has_path(Route::Instruction) && h.has_path(Route::Walk))
+                {
+                    return Err(ParamError::new(
+                        "mach3.cost_model",
+                        "\"cache\" measures the handlers' cache misses: it needs [[cache]] levels serving instructions and data",
+                    ));
+                }
                 let kernel_phys = config.os.memory_bytes.div_ceil(4096) * 4096;
                 Some(Box::new(crate::os::mach3::Mach3::new(
                     &config.mach3,

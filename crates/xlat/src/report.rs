@@ -195,6 +195,7 @@ fn system_json(s: &System) -> Value {
             "tlb_lookups": m.tlb_lookups,
             "kernel_misses": m.l1k + m.l2 + m.l3,
             "miss_cycles": m.miss_cycles,
+            "user_miss_cycles": m.user_cycles,
         });
         doc["misses_by_type"] = json!({
             "l1u": m.l1u,

@@ -329,6 +329,53 @@ fn trap_model_projects_costs_to_a_faster_clock() {
 }
 
 #[test]
+fn cache_model_measures_the_handlers_misses() {
+    // Loads only (no user instruction fetches), fully associative caches large enough never to
+    // evict: the
+    // instruction cache sees nothing but the handlers' code, and each of its lines misses once;
+    // the data cache's misses beyond the user's distinct lines are the handlers' loads.
+    let s = stream(5, 20_000, 4);
+    let recs = records(&s);
+    let caches = "[[cache]]\nname='L1I'\nsize=65536\nline=16\nways=4096\nserves='instruction'\nlevel=1\nlatency=1\n\
+                  [[cache]]\nname='L1D'\nsize=1048576\nline=16\nways=65536\nserves='data'\nlevel=1\nlatency=1\n\
+                  [memory]\nlatency=24\n";
+    let run = |ratio: f64| {
+        let extra = format!("[mach3]\ncost_model = \"cache\"\nclock_ratio = {ratio}\n{caches}");
+        let mut sys = System::new(&design(None, false, &extra)).unwrap();
+        sys.process(&recs).unwrap();
+        sys.check_translations().unwrap();
+        (sys.mach_stats().unwrap(), sys.stats())
+    };
+    let user_lines = s.iter().map(|&(a, p)| (a, p)).collect::<HashSet<_>>().len() as u64;
+    for ratio in [1.0, 5.0] {
+        let (m, st) = run(ratio);
+        assert!(m.l1k + m.l3 > 0 && m.l2 > 0, "every generic path runs: {m:?}");
+        let t = (24.0 * ratio) as u64;
+        // Straight-line paths from the vectors, 4-byte instructions, 16-byte lines: the
+        // longest generic path (L2, 207 instructions from the general vector at +0x80) covers
+        // 52 lines, the fast handler (9 from the UTLB vector at +0) 3 others.
+        let (i_misses, d_misses) = (st.caches[0].misses, st.caches[1].misses);
+        assert_eq!(i_misses, 52 + 3, "{:?}", st.caches);
+        let handler_loads = d_misses - user_lines;
+        // §6.2: i per path, plus m x t with m measured; L1U: Table 1's 10 plus its misses.
+        let i = m.l1u * 10 + m.l1k * 167 + m.l2 * 207 + m.l3 * 161 + m.invalid * 338;
+        assert_eq!(
+            m.miss_cycles,
+            i + t * (i_misses + handler_loads),
+            "ratio {ratio}: {m:?} {:?} {user_lines} {:?}",
+            st.caches,
+            st.walks
+        );
+    }
+    // Without caches there is nothing to measure.
+    let err = match System::new(&design(None, false, "[mach3]\ncost_model = \"cache\"\n")) {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("mach3.cost_model") && err.contains("[[cache]]"), "{err}");
+}
+
+#[test]
 fn designs_mach3_cannot_simulate_name_the_key() {
     let bad = |text: &str| match Config::from_toml(text, "x.toml") {
         Ok(c) => System::new(&c).err().map(|e| e.to_string()).unwrap_or_default(),

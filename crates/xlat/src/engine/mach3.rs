@@ -6,7 +6,7 @@
 
 use super::{DesignError, Path, System};
 use crate::addr::{Asid, Vpn};
-use crate::os::mach3::{Mach3, MissType, Object, KSEG2};
+use crate::os::mach3::{CostModel, Mach3, MissType, Object, KSEG2};
 use crate::tlb::{TlbData, GLOBAL};
 use crate::trace::{fd_kind, Kind, Record};
 
@@ -43,20 +43,24 @@ impl System {
             m.code_vpn[slot as usize] = vpn.0;
         }
         m.count(MissType::L1u, 0);
-        m.stats.miss_cycles += m.cfg.l1u_cycles;
+        let (c, i) = (m.cfg.l1u_cycles, m.cfg.l1u_instructions);
         self.stats.walks.count += 1;
+        let mut user = c + self.handler_fetch(false, i);
         let pte_va = Mach3::upt_va(slot, vpn.0);
         self.mach_kernel_tr(pte_va >> PAGE_SHIFT, 1, false);
         let pa = self.mach().kpa(pte_va);
-        self.rec.mem_refs += 1;
-        let c = self.kernel_access(Kind::Load, pa);
-        self.mach().stats.miss_cycles += c.saturating_sub(1);
+        user += self.handler_load(pa);
+        let m = self.mach();
+        m.stats.miss_cycles += user;
+        m.stats.user_cycles += user;
         let pte = match self.pt.get(asid, vpn) {
             Some(pte) => pte,
             None => {
                 let m = self.mach();
                 m.stats.invalid += 1;
-                m.stats.miss_cycles += m.generic_cycles(MissType::Invalid);
+                let c = m.generic_cycles(MissType::Invalid);
+                m.stats.miss_cycles += c;
+                m.stats.user_cycles += c;
                 self.stats.page_faults += 1;
                 self.fault(asid, vpn)?;
                 self.pt.get(asid, vpn).expect("the fault mapped it")
@@ -105,29 +109,92 @@ impl System {
         if let Some(stlb) = self.stlb.as_deref_mut() {
             self.stlb_counts[0] += 1;
             self.rec.mem_refs += 1; // the probe reads the STLB in unmapped memory
-            if stlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some() {
+            let hit = stlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some();
+            let g = stlb.geometry();
+            let m = self.mach.as_deref_mut().expect("mach3");
+            let probe = m.stlb_set_pa(kvpn % (g.entries / g.ways) as u64, g.ways as u64);
+            let (c, i) = if hit {
                 self.stlb_counts[1] += 1;
-                let m = self.mach.as_deref_mut().expect("mach3");
-                m.stats.miss_cycles += m.stlb_hit_cycles(t, kernel);
+                (m.stlb_hit_cycles(t, kernel), m.stlb_hit_path(t, kernel)[0])
+            } else {
+                (m.stlb_miss_cycles(), m.cfg.trap_stlb_fail[0])
+            };
+            let c = c + self.handler_fetch(true, i) + self.stlb_probe(probe);
+            self.mach().stats.miss_cycles += c;
+            if hit {
                 self.mach_insert(s, kvpn);
                 return;
             }
-            let m = self.mach.as_deref_mut().expect("mach3");
-            m.stats.miss_cycles += m.stlb_miss_cycles();
         }
         let m = self.mach();
-        m.stats.miss_cycles += m.generic_cycles(t);
+        let (c, i) = (m.generic_cycles(t), m.generic_path(t).map_or(0, |p| p[0]));
+        let c = c + self.handler_fetch(true, i);
+        self.mach().stats.miss_cycles += c;
         let pa = if t == MissType::L3 {
-            m.root_pa(kvpn)
+            self.mach().root_pa(kvpn)
         } else {
             let pte_va = Mach3::kpt_va(kvpn);
             self.mach_kernel_tr(pte_va >> PAGE_SHIFT, depth + 1, true);
             self.mach().kpa(pte_va)
         };
+        let c = self.handler_load(pa);
+        self.mach().stats.miss_cycles += c;
+        self.mach_insert(s, kvpn);
+    }
+
+    /// A handler's page-table load at `pa` (unmapped) through the caches of a timed design:
+    /// returns its cycles beyond a hit, or under the `cache` cost model `t` if it misses the
+    /// first level.
+    fn handler_load(&mut self, pa: u64) -> u64 {
         self.rec.mem_refs += 1;
         let c = self.kernel_access(Kind::Load, pa);
-        self.mach().stats.miss_cycles += c.saturating_sub(1);
-        self.mach_insert(s, kvpn);
+        let hit = self.l1_walk_latency();
+        let m = self.mach();
+        if m.cfg.cost_model == CostModel::Cache {
+            m.miss_penalty() * (c > hit) as u64
+        } else {
+            c.saturating_sub(1)
+        }
+    }
+
+    /// Under the `cache` cost model, the STLB probe reads the set at `pa` through the data
+    /// caches (one reference per line of the set): `t` per level-1 miss. Otherwise Table 5's
+    /// and §6.2's costs include it (0).
+    fn stlb_probe(&mut self, pa: u64) -> u64 {
+        let ways = self.stlb.as_deref().map_or(1, |s| s.geometry().ways) as u64;
+        self.cached_lines(Kind::Load, pa, pa + 8 * ways)
+    }
+
+    /// Under the `cache` cost model, a handler path of `i` instructions runs straight from its
+    /// vector (`general`: the general exception vector, else the UTLB vector) through the
+    /// instruction cache, one reference per line: returns `t` per level-1 miss (§6.2).
+    fn handler_fetch(&mut self, general: bool, i: u64) -> u64 {
+        let start = self.mach().vector_pa(general);
+        self.cached_lines(Kind::Ifetch, start, start + 4 * i)
+    }
+
+    /// Under the `cache` cost model, references to every line of `[start, end)` (unmapped):
+    /// `t` for each that misses the first level. 0 under the other models.
+    fn cached_lines(&mut self, kind: Kind, start: u64, end: u64) -> u64 {
+        let m = self.mach();
+        if m.cfg.cost_model != CostModel::Cache {
+            return 0;
+        }
+        let t = m.miss_penalty();
+        let k = (kind != Kind::Ifetch) as usize;
+        let (shift, hit) = (self.line_shift[k], if k == 0 { self.l1_latency[0] } else { self.l1_walk_latency() });
+        let mut line = start >> shift;
+        let mut misses = 0;
+        while line << shift < end {
+            misses += (self.kernel_access(kind, (line << shift).max(start)) > hit) as u64;
+            line += 1;
+        }
+        misses * t
+    }
+
+    /// The level-1 latency of the caches a handler's loads go through.
+    fn l1_walk_latency(&self) -> u64 {
+        self.caches.as_ref().map_or(0, |h| h.first_latency(crate::cache::Route::Walk))
     }
 
     /// Inserts the (wired) translation of kernel page `kvpn` into structure `s`; what that

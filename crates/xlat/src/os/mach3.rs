@@ -69,6 +69,11 @@ pub enum CostModel {
     Table,
     /// bala94 §6.2's trap model, `i + m x t`, with `t = miss_cycles x clock_ratio`.
     Trap,
+    /// §6.2's `i + m x t` with `m` measured: each handler path runs its `i` instructions as
+    /// straight-line code from its exception vector through the design's instruction cache,
+    /// and `m` counts the level-1 misses of those fetches and of the handler's loads (a timed
+    /// design with caches).
+    Cache,
 }
 
 /// A trap path's instructions `i` and cache misses `m` (bala94 §6.2).
@@ -83,6 +88,8 @@ pub struct Mach3Config {
     /// Table 1: an L1U miss whose PTE load hits the cache (the fast handler: 9 instructions
     /// and one load); in a timed design the load's cache cycles are added (30-40 on a miss).
     pub l1u_cycles: u64,
+    /// §2: the instructions of the L1U fast handler (fetched under the `cache` cost model).
+    pub l1u_instructions: u64,
     /// Table 1: L1K, L2, L3 and TLB-invalid misses (the generic trap handler).
     pub l1k_cycles: u64,
     /// Table 1.
@@ -149,6 +156,7 @@ impl Default for Mach3Config {
         Mach3Config {
             cost_model: CostModel::Table,
             l1u_cycles: 10,
+            l1u_instructions: 9,
             l1k_cycles: 512,
             l2_cycles: 555,
             l3_cycles: 407,
@@ -245,6 +253,10 @@ pub struct Mach3Stats {
     pub by_depth: [u64; 4],
     /// Cycles of TLB miss handling (all types, STLB paths included; PTLB cycles apart).
     pub miss_cycles: u64,
+    /// The part of `miss_cycles` spent on L1U and TLB-invalid misses (the fast handler, with
+    /// its measured cache misses under the `cache` model, and the VM system); the rest is the
+    /// kernel misses' penalty.
+    pub user_cycles: u64,
     /// PTLB: entries prefetched into the TLB, those found already there, prefetched entries a
     /// lookup then used, and entries recorded.
     pub ptlb_prefetches: u64,
@@ -532,8 +544,50 @@ impl Mach3 {
     }
 
     /// The `(i, m)` cost of a trap path under the trap model, in cycles.
+    /// Under the `cache` model only `i`: the engine adds `m x t` as it measures `m`.
     pub fn trap(&self, p: TrapPath) -> u64 {
-        p[0] + (p[1] as f64 * self.cfg.miss_cycles as f64 * self.cfg.clock_ratio).round() as u64
+        match self.cfg.cost_model {
+            CostModel::Cache => p[0],
+            _ => p[0] + p[1] * self.miss_penalty(),
+        }
+    }
+
+    /// §6.2's `t`: cycles to service a cache miss at the projected clock.
+    pub fn miss_penalty(&self) -> u64 {
+        (self.cfg.miss_cycles as f64 * self.cfg.clock_ratio).round() as u64
+    }
+
+    /// Physical address of the handler code entered at the UTLB-miss vector (`general`: false,
+    /// the L1U fast handler) or at the general exception vector (the generic handler; its paths
+    /// share their first instructions): unmapped kernel text, 0x80 apart as on the R3000.
+    pub fn vector_pa(&self, general: bool) -> u64 {
+        self.kernel_phys + (1 << 30) + 0x1_0000 + if general { 0x80 } else { 0 }
+    }
+
+    /// Physical address of the STLB's set `set` (`ways` entries of 8 bytes each: the tag word
+    /// and the PTE), in unmapped kernel memory.
+    pub fn stlb_set_pa(&self, set: u64, ways: u64) -> u64 {
+        self.kernel_phys + (1 << 30) + 0x20_0000 + set * ways * 8
+    }
+
+    /// The generic handler's path for a miss of `t` (§6.2's `(i, m)`); L1U and TLB-invalid
+    /// misses have none (the fast handler; the VM system).
+    pub fn generic_path(&self, t: MissType) -> Option<TrapPath> {
+        match t {
+            MissType::L1k => Some(self.cfg.trap_l1k),
+            MissType::L2 => Some(self.cfg.trap_l2),
+            MissType::L3 => Some(self.cfg.trap_l3),
+            MissType::L1u | MissType::Invalid => None,
+        }
+    }
+
+    /// The STLB path of a hit on a miss of `t` (`kernel`: taken while in the kernel).
+    pub fn stlb_hit_path(&self, t: MissType, kernel: bool) -> TrapPath {
+        match (t, kernel) {
+            (MissType::L2, false) => self.cfg.trap_stlb_l2_user,
+            (MissType::L2, true) => self.cfg.trap_stlb_l2_kernel,
+            _ => self.cfg.trap_stlb_l1k,
+        }
     }
 
     /// Cycles of the generic handler for a miss of `t` (without STLB).
@@ -545,9 +599,9 @@ impl Mach3 {
             (CostModel::Table, MissType::L1k) => c.l1k_cycles,
             (CostModel::Table, MissType::L2) => c.l2_cycles,
             (CostModel::Table, MissType::L3) => c.l3_cycles,
-            (CostModel::Trap, MissType::L1k) => self.trap(c.trap_l1k),
-            (CostModel::Trap, MissType::L2) => self.trap(c.trap_l2),
-            (CostModel::Trap, MissType::L3) => self.trap(c.trap_l3),
+            (_, MissType::L1k) => self.trap(c.trap_l1k),
+            (_, MissType::L2) => self.trap(c.trap_l2),
+            (_, MissType::L3) => self.trap(c.trap_l3),
         }
     }
 
@@ -558,9 +612,9 @@ impl Mach3 {
             (CostModel::Table, MissType::L2, false) => c.stlb_l2_user_hit_cycles,
             (CostModel::Table, MissType::L2, true) => c.stlb_l2_kernel_hit_cycles,
             (CostModel::Table, _, _) => c.stlb_hit_cycles,
-            (CostModel::Trap, MissType::L2, false) => self.trap(c.trap_stlb_l2_user),
-            (CostModel::Trap, MissType::L2, true) => self.trap(c.trap_stlb_l2_kernel),
-            (CostModel::Trap, _, _) => self.trap(c.trap_stlb_l1k),
+            (_, MissType::L2, false) => self.trap(c.trap_stlb_l2_user),
+            (_, MissType::L2, true) => self.trap(c.trap_stlb_l2_kernel),
+            (_, _, _) => self.trap(c.trap_stlb_l1k),
         }
     }
 
@@ -568,7 +622,7 @@ impl Mach3 {
     pub fn stlb_miss_cycles(&self) -> u64 {
         match self.cfg.cost_model {
             CostModel::Table => self.cfg.stlb_miss_cycles,
-            CostModel::Trap => self.trap(self.cfg.trap_stlb_fail),
+            CostModel::Trap | CostModel::Cache => self.trap(self.cfg.trap_stlb_fail),
         }
     }
 
