@@ -187,6 +187,10 @@ pub struct Config {
     /// The prefetch TLB on the IPC path (`[ptlb]`; needs `os.personality = "mach3"`).
     #[serde(default)]
     pub ptlb: Option<crate::os::mach3::PtlbConfig>,
+    /// The memory controller's TLB over shadow addresses (`[mtlb]`, swanson98; needs caches and
+    /// `[memory] dram_bytes` and `pa_bits`).
+    #[serde(default)]
+    pub mtlb: Option<crate::mtlb::MtlbConfig>,
 }
 
 /// `[stlb]`: bala94 §4's software TLB, a table in unmapped memory that the refill handler

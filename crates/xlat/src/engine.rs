@@ -290,8 +290,36 @@ impl System {
         let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
         let caches = if config.timed() {
             let memory = config.memory.clone().unwrap_or_default();
-            Some(Box::new(Hierarchy::new(&config.cache, &memory)?))
+            let mut h = Hierarchy::new(&config.cache, &memory)?;
+            if let Some(m) = &config.mtlb {
+                let need = |k: &str| {
+                    ParamError::new(
+                        format!("memory.{k}"),
+                        "the memory-controller TLB ([mtlb]) retranslates the addresses above the installed DRAM: \
+                         set memory.dram_bytes and memory.pa_bits",
+                    )
+                };
+                let dram = memory.dram_bytes.ok_or_else(|| need("dram_bytes"))?;
+                let bits = memory.pa_bits.ok_or_else(|| need("pa_bits"))?;
+                if config.os.memory_bytes > dram {
+                    return Err(ParamError::new(
+                        "os.memory_bytes",
+                        format!(
+                            "the OS's frames ({} bytes) must fit in memory.dram_bytes = {dram}",
+                            config.os.memory_bytes
+                        ),
+                    ));
+                }
+                h.set_mtlb(crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?);
+            }
+            Some(Box::new(h))
         } else {
+            if config.mtlb.is_some() {
+                return Err(ParamError::new(
+                    "mtlb",
+                    "the memory-controller TLB sees the requests that leave the caches: it needs [[cache]] levels",
+                ));
+            }
             None
         };
         let n = structures.len();

@@ -53,6 +53,7 @@ pub mod config;
 pub mod cost;
 pub mod engine;
 pub mod model;
+pub mod mtlb;
 pub mod os;
 pub mod output;
 pub mod plot;

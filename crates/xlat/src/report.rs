@@ -40,7 +40,7 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
     let configs: Vec<Value> = systems
         .iter()
         .map(|s| match s.failure() {
-            None => system_json(s),
+            None => design_json(s),
             Some(f) => json!({
                 "name": s.config().name,
                 "status": "failed",
@@ -71,7 +71,8 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
     })
 }
 
-fn system_json(s: &System) -> Value {
+/// The JSON of one design that ran (one element of `configs`, docs/output.md).
+pub fn design_json(s: &System) -> Value {
     let st = s.stats();
     let cfg = s.config();
     let tlb: Vec<Value> = s
@@ -265,6 +266,21 @@ fn system_json(s: &System) -> Value {
             .collect();
         doc["caches"] = json!(caches);
         doc["memory"] = json!({ "latency": h.memory_latency(), "reads": st.memory.reads, "writes": st.memory.writes });
+        if let Some(m) = h.mtlb() {
+            let (g, c, (referenced, dirty)) = (m.geometry(), m.stats(), m.marked_pages());
+            doc["mtlb"] = json!({
+                "entries": g.entries,
+                "ways": g.ways,
+                "policy": g.policy.name(),
+                "requests": c.requests,
+                "lookups": c.lookups,
+                "hits": c.hits,
+                "misses": c.misses,
+                "unmapped": c.unmapped,
+                "referenced_pages": referenced,
+                "dirty_pages": dirty,
+            });
+        }
         doc["time"] = json!({
             "cycles": t.cycles,
             "instructions": t.instructions,
