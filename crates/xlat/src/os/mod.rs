@@ -21,6 +21,7 @@ pub mod keys;
 pub mod layout;
 pub mod mach3;
 pub mod regions;
+pub mod shadow;
 
 pub use frames::{AllocatorKind, FrameAllocator};
 
