@@ -108,7 +108,7 @@ fn regions_map_to_maximal_aligned_superpages() {
     let mut x = 99u64;
     for _ in 0..2000 {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let start = (x >> 20) % (64 * MB) & !0xfff;
+        let start = ((x >> 20) % (64 * MB)) & !0xfff;
         let end = start + (x >> 40) % (40 * MB) + 4096;
         let p = plan(start, end, &sizes);
         let mut va = start.div_ceil(16 * KB) * 16 * KB;
