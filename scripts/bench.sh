@@ -6,6 +6,7 @@
 #     on a real trace and on a 10M-reference synthetic trace with about 40% misses
 #   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
 #   - Itanium regions, layout and protection keys against the same design without them
+#   - the mach3 personality (bala94) against the plain R3000 design on a traced IPC workload
 #   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv)
 #     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput
 #   - `xlat curve` (every fully associative size, 1..4096) against one FA-64 run, and
@@ -123,6 +124,26 @@ tp=$(best "$X" run -q -c "$D/bench-itanium-plain.toml" -t "$D/real.xtr")
 tk=$(best "$X" run -q -c scripts/bench-itanium.toml -t "$D/real.xtr")
 printf "%-46s %10.3f %7.1f M refs/s\n" "long VHPT, no regions or keys, real" "$tp" "$(echo "$xr_refs / $tp / 1000000" | bc -l)"
 printf "%-46s %10.3f %7.1f M refs/s (%.2fx the speed without)\n" "long VHPT + layout, regions, keys, real" "$tk" "$(echo "$xr_refs / $tk / 1000000" | bc -l)" "$(echo "$tp / $tk" | bc -l)"
+
+# Mach 3.0 (bala94): a traced IPC workload (mdb: a server and 3 clients over pipes) through the
+# plain R3000 design (mips-r3000), the mach3 personality (kernel references for every IPC and
+# system call, Mach's page-table hierarchy and cascades) and mach3 with a DM 4K STLB and the PTLB.
+if command -v qemu-x86_64 >/dev/null && command -v cc >/dev/null; then
+  if [ ! -f "$D/mdb.xtr" ]; then
+    "$X" trace -o "$D/mdb.xtr" -- "$("$X" workloads program mdb)" 3 65536 256 1000 8 "$D/mdb.dat" >/dev/null 2>&1
+  fi
+  "$X" presets --show mach3-r3000 | sed 's/^name = "mach3-r3000"/name = "mach3-stlb-ptlb"/' > "$D/mach3-stlb-ptlb.toml"
+  printf '[stlb]\nentries = 4096\nways = 1\n[ptlb]\nentries = 4096\n' >> "$D/mach3-stlb-ptlb.toml"
+  read -r mdb_refs _ < <(count "$D/mdb.xtr")
+  tr=$(best "$X" run -q -p mips-r3000 -t "$D/mdb.xtr")
+  tm=$(best "$X" run -q -p mach3-r3000 -t "$D/mdb.xtr")
+  ts=$(best "$X" run -q -c "$D/mach3-stlb-ptlb.toml" -t "$D/mdb.xtr")
+  printf "%-46s %10.3f %7.1f M refs/s\n" "mips-r3000, mdb ($mdb_refs refs)" "$tr" "$(echo "$mdb_refs / $tr / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx mips-r3000)\n" "mach3-r3000, mdb" "$tm" "$(echo "$mdb_refs / $tm / 1000000" | bc -l)" "$(echo "$tr / $tm" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx mips-r3000)\n" "mach3-r3000 + DM 4K STLB + PTLB, mdb" "$ts" "$(echo "$mdb_refs / $ts / 1000000" | bc -l)" "$(echo "$tr / $ts" | bc -l)"
+else
+  echo "qemu-x86_64 or cc not found: the mach3 benchmark is skipped" >&2
+fi
 
 # Anchors: the page-number stream the FA-64 design's TLB sees, replayed by libCacheSim's LRU (its
 # C core through process_trace, reading oracleGeneral) and by a hand-written C loop (hash chains +

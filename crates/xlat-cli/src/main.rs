@@ -673,6 +673,10 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
     if i.threads > 0 {
         outln!("threads          {} (thread records: {})", i.threads, i.events.thread);
     }
+    if i.events.ipc > 0 || i.events.syscall > 0 {
+        outln!("ipc messages     {} (between traced processes)", i.events.ipc);
+        outln!("system calls     {}", i.events.syscall);
+    }
     for e in &i.untraced_execs {
         let (pid, path) = e.split_once(' ').unwrap_or(("?", e));
         outln!("untraced exec    process {pid} exec'd {path}: its references are not in the trace");

@@ -55,6 +55,7 @@ pub mod cost;
 pub mod curve;
 pub mod engine;
 pub mod model;
+pub mod mtlb;
 pub mod os;
 pub mod output;
 pub mod plot;
