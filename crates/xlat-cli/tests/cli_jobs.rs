@@ -43,9 +43,11 @@ fn results_do_not_depend_on_jobs() {
             "ultrasparc",
             "-p",
             "pa-8000",
+            "-p",
+            "mach3-r3000",
         ];
         let one = report(&[&base[..], &["--jobs", "1"]].concat());
-        assert_eq!(one["configs"].as_array().unwrap().len(), 6);
+        assert_eq!(one["configs"].as_array().unwrap().len(), 7);
         assert_eq!(one["failed_designs"], 1, "the narrow design fails");
         for j in ["2", "3", "6", "16"] {
             let many = report(&[&base[..], &["--jobs", j]].concat());
