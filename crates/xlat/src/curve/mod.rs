@@ -412,11 +412,9 @@ impl Lane {
                         self.lookup(vpn);
                     }
                 }
-                Record::Process { asid } | Record::ContextSwitch { asid } => {
-                    if asid != self.cur_asid {
-                        self.cur = self.dense(asid)? << self.asid_shift;
-                        self.cur_asid = asid;
-                    }
+                Record::Process { asid } | Record::ContextSwitch { asid } if asid != self.cur_asid => {
+                    self.cur = self.dense(asid)? << self.asid_shift;
+                    self.cur_asid = asid;
                 }
                 Record::Unmap { start, len } if len > 0 => {
                     let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);

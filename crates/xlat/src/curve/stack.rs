@@ -130,7 +130,7 @@ impl FaStack {
         };
         self.hist[depth.min(self.max + 1) as usize] += 1;
         // The topmost hole above the page (or anywhere, for a miss) is filled.
-        let hole = self.holes.last().copied().filter(|&h| old.is_none_or(|t| h > t));
+        let hole = self.holes.last().copied().filter(|&h| old.map_or(true, |t| h > t));
         match (hole, old) {
             (Some(h), Some(t)) => {
                 self.holes.remove(&h);
