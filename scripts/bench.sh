@@ -6,10 +6,21 @@
 #     on a real trace and on a 10M-reference synthetic trace with about 40% misses
 #   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
 #   - Itanium regions, layout and protection keys against the same design without them
+#   - the mach3 personality (bala94) against the plain R3000 design on a traced IPC workload
+#   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv)
+#     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput
+#   - `xlat curve` (every fully associative size, 1..4096) against one FA-64 run, and
+#     `xlat run --jobs N` scaling with 4 designs
+# BENCH_LONG=1 also runs a curve and a run over a generated 10^9-reference trace (piped, never
+# written) and prints their peak memory.
 # Each figure is the best of 3 runs. Traces are made once into target/bench-data/.
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
 # it the bundled data/ trace is used, which is small and so noisier).
+# Sections (all but `long` by default; name some to run only those):
+#   decode run formats tracing caches itanium mach3 anchors curve jobs long
+# e.g. `scripts/bench.sh anchors curve jobs`; BENCH_LONG=1 adds `long` to the default set.
 set -euo pipefail
+
 cd "$(dirname "$0")/.."
 cargo build --release -q -p xlat-cli
 X=target/release/xlat
@@ -50,40 +61,56 @@ best() { # best wall seconds of 3 runs of "$@"
 count() { "$X" info --quick --json - "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["references"], d["input_bytes"])'; }
 lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["configs"][0]; print(d["trace"]["lookups"], c["tlb"][0]["misses"])'; }
 
-read -r lk_refs lk_bytes < <(count "$D/real.lackey")
+sections=("$@")
+if [ ${#sections[@]} -eq 0 ]; then
+  sections=(decode run formats tracing caches itanium mach3 anchors curve jobs)
+  [ "${BENCH_LONG:-0}" = 1 ] && sections+=(long)
+fi
+want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
+
 read -r xr_refs _ < <(count "$D/real.xtr")
-t_lk=$(best "$X" info --quick "$D/real.lackey")
-t_xr=$(best "$X" info --quick "$D/real.xtr")
 printf "%-46s %10s %10s\n" "benchmark" "seconds" "rate"
-printf "%-46s %10.3f %7.1f MB/s (%.1f M refs/s)\n" "lackey parsing ($lk_refs refs)" "$t_lk" "$(echo "$lk_bytes / $t_lk / 1000000" | bc -l)" "$(echo "$lk_refs / $t_lk / 1000000" | bc -l)"
-printf "%-46s %10.3f %7.1f M records/s\n" "xtr decoding ($xr_refs refs)" "$t_xr" "$(echo "$xr_refs / $t_xr / 1000000" | bc -l)"
-for t in real synthetic; do
-  read -r n misses < <(lookups "$D/$t.xtr")
-  t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
-  t4=$(best "$X" run -q -c "$D/fa64.toml" -c "$D/fa64-2.toml" -c "$D/fa64-3.toml" -c "$D/fa64-4.toml" -t "$D/$t.xtr")
-  printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xtr + FA-64 LRU + radix, $t ($n lookups)" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
-  printf "%-46s %10.3f %7.1f M lookups/s per design\n" "  each extra design in the same pass" "$(echo "($t4 - $t1) / 3" | bc -l)" "$(echo "3 * $n / ($t4 - $t1) / 1000000" | bc -l)"
-done
+if want decode; then
+  read -r lk_refs lk_bytes < <(count "$D/real.lackey")
+  t_lk=$(best "$X" info --quick "$D/real.lackey")
+  t_xr=$(best "$X" info --quick "$D/real.xtr")
+  printf "%-46s %10.3f %7.1f MB/s (%.1f M refs/s)\n" "lackey parsing ($lk_refs refs)" "$t_lk" "$(echo "$lk_bytes / $t_lk / 1000000" | bc -l)" "$(echo "$lk_refs / $t_lk / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M records/s\n" "xtr decoding ($xr_refs refs)" "$t_xr" "$(echo "$xr_refs / $t_xr / 1000000" | bc -l)"
+fi
+if want run; then
+  for t in real synthetic; do
+    read -r n misses < <(lookups "$D/$t.xtr")
+    t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
+    t4=$(best "$X" run -q -c "$D/fa64.toml" -c "$D/fa64-2.toml" -c "$D/fa64-3.toml" -c "$D/fa64-4.toml" -t "$D/$t.xtr")
+    printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xtr + FA-64 LRU + radix, $t ($n lookups)" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s per design\n" "  each extra design in the same pass" "$(echo "($t4 - $t1) / 3" | bc -l)" "$(echo "3 * $n / ($t4 - $t1) / 1000000" | bc -l)"
+  done
+fi
 # The TLB entry formats (talluri95 preset: 64-entry FA TLB, clustered table) with the OS support
 # each needs, whole runs on the real trace: superpage/subblock throughput against single.
-read -r n _ < <(lookups "$D/real.xtr")
-for f in single superpage partial-subblock complete-subblock; do
-  case $f in
-    superpage) os='reservation = true
-superpages = "promote"' ;;
-    partial-subblock) os='reservation = true
-partial_subblock = true' ;;
-    *) os='' ;;
-  esac
-  "$X" presets --show talluri95 | sed "s/^format = \"single\"/format = \"$f\"/" > "$D/t95-$f.toml"
-  [ "$f" = complete-subblock ] && sed -i 's/^format = "complete-subblock"$/&\nprefetch = true/' "$D/t95-$f.toml"
-  printf '[os]\nframe_allocator = "buddy"\n%s\n' "$os" >> "$D/t95-$f.toml"
-  t=$(best "$X" run -q -c "$D/t95-$f.toml" -t "$D/real.xtr")
-  printf "%-46s %10.3f %7.1f M lookups/s\n" "talluri95 preset, $f TLB, real" "$t" "$(echo "$n / $t / 1000000" | bc -l)"
-done
+if want formats || want jobs; then
+  read -r n _ < <(lookups "$D/real.xtr")
+  for f in single superpage partial-subblock complete-subblock; do
+    case $f in
+      superpage) os='reservation = true
+  superpages = "promote"' ;;
+      partial-subblock) os='reservation = true
+  partial_subblock = true' ;;
+      *) os='' ;;
+    esac
+    "$X" presets --show talluri95 | sed "s/^format = \"single\"/format = \"$f\"/" > "$D/t95-$f.toml"
+    [ "$f" = complete-subblock ] && sed -i 's/^format = "complete-subblock"$/&\nprefetch = true/' "$D/t95-$f.toml"
+    printf '[os]\nframe_allocator = "buddy"\n%s\n' "$os" >> "$D/t95-$f.toml"
+    want formats || continue
+    t=$(best "$X" run -q -c "$D/t95-$f.toml" -t "$D/real.xtr")
+    printf "%-46s %10.3f %7.1f M lookups/s\n" "talluri95 preset, $f TLB, real" "$t" "$(echo "$n / $t / 1000000" | bc -l)"
+  done
+fi
 
 # Tracing (QEMU backend) and online simulation of the same program: references per wall second.
-if command -v qemu-x86_64 >/dev/null && command -v gzip >/dev/null; then
+if ! want tracing; then
+  :
+elif command -v qemu-x86_64 >/dev/null && command -v gzip >/dev/null; then
   [ -f "$D/trace-input.txt" ] || awk 'BEGIN { srand(3); for (i = 0; i < 7000; i++) { for (j = 0; j < 76; j++) printf "%c", 65 + int(rand() * 58); printf "\n" } }' > "$D/trace-input.txt"
   read -r refs < <("$X" trace -o "$D/gzip.xtr" -- gzip -c "$D/trace-input.txt" 2>&1 >/dev/null | sed -n 's/^traced \([0-9]*\) references.*/\1/p')
   t_tr=$(best "$X" trace -o "$D/gzip.xtr" -- gzip -c "$D/trace-input.txt")
@@ -97,23 +124,115 @@ fi
 # Caches: a TLB, a radix table and two unified cache levels (scripts/bench-caches.toml), end to end
 # from the real .xtr, against the same design without caches and against pycachesim simulating the
 # same two caches over the same references as an in-memory list of line addresses.
-sed '/^\[\[cache\]\]/,$d' scripts/bench-caches.toml > "$D/bench-nocache.toml"
-t0=$(best "$X" run -q -c "$D/bench-nocache.toml" -t "$D/real.xtr")
-t2=$(best "$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr")
-lines=$("$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr" --json - | python3 -c 'import json,sys; print(json.load(sys.stdin)["configs"][0]["caches"][0]["accesses"])')
-printf "%-46s %10.3f\n" "TLB + radix, no caches, real" "$t0"
-printf "%-46s %10.3f %7.1f M L1 line accesses/s (%.2fx the speed without caches)\n" "TLB + radix + L1/L2, real" "$t2" "$(echo "$lines / $t2 / 1000000" | bc -l)" "$(echo "$t0 / $t2" | bc -l)"
-V=target/bench-venv
-if [ ! -x "$V/bin/python" ]; then
-  python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
+if want caches; then
+  sed '/^\[\[cache\]\]/,$d' scripts/bench-caches.toml > "$D/bench-nocache.toml"
+  t0=$(best "$X" run -q -c "$D/bench-nocache.toml" -t "$D/real.xtr")
+  t2=$(best "$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr")
+  lines=$("$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr" --json - | python3 -c 'import json,sys; print(json.load(sys.stdin)["configs"][0]["caches"][0]["accesses"])')
+  printf "%-46s %10.3f\n" "TLB + radix, no caches, real" "$t0"
+  printf "%-46s %10.3f %7.1f M L1 line accesses/s (%.2fx the speed without caches)\n" "TLB + radix + L1/L2, real" "$t2" "$(echo "$lines / $t2 / 1000000" | bc -l)" "$(echo "$t0 / $t2" | bc -l)"
+  V=target/bench-venv
+  if [ ! -x "$V/bin/python" ]; then
+    python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
+  fi
+  "$V/bin/python" -c 'import cachesim' 2>/dev/null || "$V/bin/pip" install -q pycachesim
+  printf "%-46s %s\n" "pycachesim, same L1/L2, in-memory line list" "$("$V/bin/python" scripts/bench-caches.py "$D/real.lackey")"
+
 fi
-"$V/bin/python" -c 'import cachesim' 2>/dev/null || "$V/bin/pip" install -q pycachesim
-printf "%-46s %s\n" "pycachesim, same L1/L2, in-memory line list" "$("$V/bin/python" scripts/bench-caches.py "$D/real.lackey")"
 
 # Itanium: the same TLBs and long VHPT with and without the itanium-linux layout, region IDs,
 # shared text, the global shared region and protection keys (scripts/bench-itanium.toml).
-sed -e '/^\[layout\]/,$d' -e 's/^name = "itanium-keys"/name = "itanium-plain"/' scripts/bench-itanium.toml > "$D/bench-itanium-plain.toml"
-tp=$(best "$X" run -q -c "$D/bench-itanium-plain.toml" -t "$D/real.xtr")
-tk=$(best "$X" run -q -c scripts/bench-itanium.toml -t "$D/real.xtr")
-printf "%-46s %10.3f %7.1f M refs/s\n" "long VHPT, no regions or keys, real" "$tp" "$(echo "$xr_refs / $tp / 1000000" | bc -l)"
-printf "%-46s %10.3f %7.1f M refs/s (%.2fx the speed without)\n" "long VHPT + layout, regions, keys, real" "$tk" "$(echo "$xr_refs / $tk / 1000000" | bc -l)" "$(echo "$tp / $tk" | bc -l)"
+if want itanium; then
+  sed -e '/^\[layout\]/,$d' -e 's/^name = "itanium-keys"/name = "itanium-plain"/' scripts/bench-itanium.toml > "$D/bench-itanium-plain.toml"
+  tp=$(best "$X" run -q -c "$D/bench-itanium-plain.toml" -t "$D/real.xtr")
+  tk=$(best "$X" run -q -c scripts/bench-itanium.toml -t "$D/real.xtr")
+  printf "%-46s %10.3f %7.1f M refs/s\n" "long VHPT, no regions or keys, real" "$tp" "$(echo "$xr_refs / $tp / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx the speed without)\n" "long VHPT + layout, regions, keys, real" "$tk" "$(echo "$xr_refs / $tk / 1000000" | bc -l)" "$(echo "$tp / $tk" | bc -l)"
+fi
+
+# Mach 3.0 (bala94): a traced IPC workload (mdb: a server and 3 clients over pipes) through the
+# plain R3000 design (mips-r3000), the mach3 personality (kernel references for every IPC and
+# system call, Mach's page-table hierarchy and cascades) and mach3 with a DM 4K STLB and the PTLB.
+if ! want mach3; then
+  :
+elif command -v qemu-x86_64 >/dev/null && command -v cc >/dev/null; then
+  if [ ! -f "$D/mdb.xtr" ]; then
+    "$X" trace -o "$D/mdb.xtr" -- "$("$X" workloads program mdb)" 3 65536 256 1000 8 "$D/mdb.dat" >/dev/null 2>&1
+  fi
+  "$X" presets --show mach3-r3000 | sed 's/^name = "mach3-r3000"/name = "mach3-stlb-ptlb"/' > "$D/mach3-stlb-ptlb.toml"
+  printf '[stlb]\nentries = 4096\nways = 1\n[ptlb]\nentries = 4096\n' >> "$D/mach3-stlb-ptlb.toml"
+  read -r mdb_refs _ < <(count "$D/mdb.xtr")
+  tr=$(best "$X" run -q -p mips-r3000 -t "$D/mdb.xtr")
+  tm=$(best "$X" run -q -p mach3-r3000 -t "$D/mdb.xtr")
+  ts=$(best "$X" run -q -c "$D/mach3-stlb-ptlb.toml" -t "$D/mdb.xtr")
+  printf "%-46s %10.3f %7.1f M refs/s\n" "mips-r3000, mdb ($mdb_refs refs)" "$tr" "$(echo "$mdb_refs / $tr / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx mips-r3000)\n" "mach3-r3000, mdb" "$tm" "$(echo "$mdb_refs / $tm / 1000000" | bc -l)" "$(echo "$tr / $tm" | bc -l)"
+  printf "%-46s %10.3f %7.1f M refs/s (%.2fx mips-r3000)\n" "mach3-r3000 + DM 4K STLB + PTLB, mdb" "$ts" "$(echo "$mdb_refs / $ts / 1000000" | bc -l)" "$(echo "$tr / $ts" | bc -l)"
+else
+  echo "qemu-x86_64 or cc not found: the mach3 benchmark is skipped" >&2
+fi
+
+
+# Anchors: the page-number stream the FA-64 design's TLB sees, replayed by libCacheSim's LRU (its
+# C core through process_trace, reading oracleGeneral) and by a hand-written C loop (hash chains +
+# LRU list, simulation only, stream already in memory). xlat's figure is end to end from .xtr;
+# the anchors' figures leave out reading their input. A ratio above 1 means xlat is faster.
+if want anchors; then
+  V=target/bench-venv
+  if [ ! -x "$V/bin/python" ]; then
+    python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
+  fi
+  "$V/bin/python" -c 'import libcachesim' 2>/dev/null || "$V/bin/pip" install -q libcachesim
+  cargo build --release -q -p xlat --example pages
+  cc -O2 -o "$D/fa_lru" benches/fa_lru.c
+  for t in synthetic real; do
+    [ -f "$D/$t.pages.u64" ] || target/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
+    read -r n misses < <(lookups "$D/$t.xtr")
+    tx=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
+    read -r cn cm cs < <(for _ in 1 2 3; do "$D/fa_lru" "$D/$t.pages.u64" 64; done | sort -k3 -g | head -1)
+    read -r ln lm ls < <("$V/bin/python" benches/libcachesim_lru.py "$D/$t.pages.og" 64)
+    [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
+      echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2
+    printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xlat FA-64 LRU + radix, $t, end to end" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx\n" "C loop (benches/fa_lru.c), $t" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx\n" "libCacheSim LRU (process_trace), $t" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)"
+  done
+fi
+
+# Every fully associative size from 1 to 4096 in one pass (LRU stack distances), against one FA-64
+# run on the same trace; then with per-set stacks for 1, 2, 4 and 8 ways too.
+if want curve; then
+  for t in synthetic real; do
+    read -r n _ < <(lookups "$D/$t.xtr")
+    tx=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
+    tc=$(best "$X" curve -q -t "$D/$t.xtr" --entries 1..4096)
+    tcs=$(best "$X" curve -q -t "$D/$t.xtr" --entries 1..4096 --ways full,1,2,4,8)
+    printf "%-46s %10.3f %7.1f M lookups/s\n" "xlat run FA-64, $t" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s (%.2fx the FA-64 run's speed)\n" "xlat curve --entries 1..4096, $t" "$tc" "$(echo "$n / $tc / 1000000" | bc -l)" "$(echo "$tx / $tc" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s (%.2fx)\n" "  --ways full,1,2,4,8" "$tcs" "$(echo "$n / $tcs / 1000000" | bc -l)" "$(echo "$tx / $tcs" | bc -l)"
+  done
+fi
+
+# --jobs scaling: four designs (the x86-64 preset, FA-64 + radix, talluri95 single, itanium2) over
+# the real trace on 1, 2 and (if the machine has them) 4 threads.
+if want jobs; then
+  cores=$(nproc)
+  for j in 1 2 4; do
+    [ "$j" -le "$cores" ] || [ "$j" -le 2 ] || continue
+    tj=$(best "$X" run -q --jobs $j -p x86-64 -c "$D/fa64.toml" -c "$D/t95-single.toml" -p itanium2 -t "$D/real.xtr")
+    [ "$j" = 1 ] && tj1=$tj
+    printf "%-46s %10.3f %7.1f M refs/s over all designs (%.2fx --jobs 1; %s cores)\n" "4 designs, real, --jobs $j" "$tj" "$(echo "4 * $xr_refs / $tj / 1000000" | bc -l)" "$(echo "$tj1 / $tj" | bc -l)" "$cores"
+  done
+fi
+
+# Constant memory: 10^9 references generated and piped (never on disk) through a curve over every
+# size 1..4096 and through one FA-64 run; peak memory stays the footprint's whatever the length.
+# Takes minutes; not in the default set (BENCH_LONG=1 or the `long` section).
+if want long; then
+  for cmd in "run -q -c $D/fa64.toml" "curve -q --entries 1..4096"; do
+    "$X" gen --pattern zipf --refs 1000000000 --footprint 256M --seed 3 -o - |
+      /usr/bin/time -f "xlat ${cmd%% *} over 10^9 refs: %e s wall, max RSS %M KB" "$X" $cmd -t - --format xtr
+    "$X" gen --pattern zipf --refs 10000000 --footprint 256M --seed 3 -o - |
+      /usr/bin/time -f "xlat ${cmd%% *} over 10^7 refs: %e s wall, max RSS %M KB" "$X" $cmd -t - --format xtr
+  done
+fi

@@ -33,6 +33,7 @@ pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
     anyhow!("standard output: cannot write: {e}")
 }
 
+mod curve_cmd;
 mod model_cmd;
 mod reproduce_cmd;
 mod snapshot_cmd;
@@ -70,6 +71,8 @@ enum Command {
     Run(RunArgs),
     /// Run the bundled real trace through a few contrasting designs.
     Demo(DemoArgs),
+    /// Misses of every TLB size and associativity in one pass over a trace (miss-ratio curve).
+    Curve(curve_cmd::CurveArgs),
     /// Convert a trace between formats (lackey, xtr, champsim; gz/zst/xz compression).
     Convert(ConvertArgs),
     /// Summarise a trace: references by kind, distinct pages, processes, events.
@@ -136,6 +139,9 @@ struct SimArgs {
     /// No table on standard output and no progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Simulate the designs on up to N threads (default: every core); results do not depend on N.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
 }
 
 #[derive(Args)]
@@ -211,7 +217,7 @@ struct PresetsArgs {
     show: Option<String>,
 }
 
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().last() {
         Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
@@ -315,6 +321,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(a) => cmd_run(a),
         Command::Demo(a) => cmd_demo(a),
+        Command::Curve(a) => curve_cmd::cmd_curve(a),
         Command::Convert(a) => cmd_convert(a),
         Command::Info(a) => cmd_info(a),
         Command::Gen(a) => cmd_gen(a),
@@ -328,7 +335,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn format_arg(s: &str) -> Option<Format> {
+pub(crate) fn format_arg(s: &str) -> Option<Format> {
     Format::from_name(s)
 }
 
@@ -396,7 +403,9 @@ fn simulate(
     let start = Instant::now();
     let opts = RunOptions { max_refs: common.max_refs };
     let mut last_msg = 0u64;
-    let summary = engine::run(reader, &mut systems, opts, |n| {
+    let jobs =
+        common.jobs.map(|j| j as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let summary = engine::run_jobs(reader, &mut systems, opts, jobs, |n| {
         if let Some(b) = &bar {
             b.set_position(n);
             // The rate text changes a few times a second, not per batch.
@@ -667,6 +676,10 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
     outln!("events           {}", i.events.total());
     if i.threads > 0 {
         outln!("threads          {} (thread records: {})", i.threads, i.events.thread);
+    }
+    if i.events.ipc > 0 || i.events.syscall > 0 {
+        outln!("ipc messages     {} (between traced processes)", i.events.ipc);
+        outln!("system calls     {}", i.events.syscall);
     }
     for e in &i.untraced_execs {
         let (pid, path) = e.split_once(' ').unwrap_or(("?", e));

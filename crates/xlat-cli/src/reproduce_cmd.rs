@@ -19,8 +19,9 @@ const QUICK_REFS: u64 = 4_000_000;
 #[derive(Args)]
 pub struct ReproduceArgs {
     /// The paper: talluri95 (page tables, superpage and subblock TLBs), chapman03 (Itanium
-    /// short and long VHPT, TLB-entry sharing), gray05 (hardware walker, long VHPT size).
-    #[arg(value_parser = ["talluri95", "chapman03", "gray05"])]
+    /// short and long VHPT, TLB-entry sharing), gray05 (hardware walker, long VHPT size),
+    /// bala94 (Mach 3.0's kernel TLB misses, PTLB and STLB).
+    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94"])]
     paper: String,
     /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md
     /// (default: reproduce-PAPER).
@@ -65,6 +66,12 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         let res = reproduce::chapman03::chapman03(plan, &dir.join("chapman03"), &mut |m| eprintln!("{m}"))?;
         let (files, warnings) = res.write(&out)?;
         return report(&a.paper, res.runs.len(), "runs", started, &res.claims(), &files, &warnings, &out);
+    }
+    if a.paper == "bala94" {
+        let plan = reproduce::bala94::Plan::new(a.quick);
+        let res = reproduce::bala94::bala94(&plan, &dir.join("bala94"), &mut |m| eprintln!("{m}"))?;
+        let (files, warnings) = res.write(&out)?;
+        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
     }
     let only: Vec<String> = if !a.only.is_empty() {
         a.only.clone()

@@ -220,3 +220,57 @@ fn quick_gray05_measures_the_walker_and_the_long_vhpt_size() {
         assert!(u(&get(w, "long-undersized"), "/vhpt_collisions") > u(&get(w, "long-4x"), "/vhpt_collisions"), "{w}");
     }
 }
+
+#[test]
+fn quick_bala94_measures_kernel_misses_the_ptlb_and_the_stlb() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "bala94", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_outputs(&out, &["kernel-misses"], 9);
+    let (runs, _) = runs(&out);
+    let get = |w: &str, d: &str| runs.iter().find(|r| r["workload"] == w && r["design"] == d).unwrap().clone();
+    let kernel = |w: &str, d: &str| {
+        let r = get(w, d);
+        u(&r, "/l1k") + u(&r, "/l2") + u(&r, "/l3")
+    };
+    for w in ["mdb", "ctx-ring", "bigmsg"] {
+        let mach = get(w, "mach");
+        assert!(u(&mach, "/ipc") > 0 && u(&mach, "/kernel_references") > 0, "{w}: {mach}");
+        // The kernel's references depend on the trace only.
+        assert_eq!(u(&mach, "/kernel_references"), u(&get(w, "ptlb+stlb"), "/kernel_references"));
+        // A cascade needs an L2 or L1K miss first; the STLB cuts cascades short.
+        assert!(u(&mach, "/nested") <= u(&mach, "/l2") + u(&mach, "/l1k"));
+        // Compulsory L3 misses stay: a short trace may have no others (the traced interleaving
+        // of the processes varies from run to run).
+        assert!(u(&get(w, "stlb-dm4k"), "/nested") <= u(&mach, "/nested"), "{w}");
+        assert!(u(&get(w, "stlb-dm4k"), "/stlb_hits") >= u(&get(w, "stlb-dm1k"), "/stlb_hits"));
+        assert!(u(&get(w, "ptlb"), "/ptlb_useful") <= u(&get(w, "ptlb"), "/ptlb_prefetches"));
+    }
+    let nested = |d: &str| ["mdb", "ctx-ring"].iter().map(|w| u(&get(w, d), "/nested")).sum::<u64>();
+    assert!(nested("stlb-dm4k") < nested("mach"), "the STLB cuts cascades short");
+    // Prefetching on the IPC path removes kernel misses where IPC is frequent.
+    for w in ["mdb", "ctx-ring"] {
+        assert!(kernel(w, "ptlb") * 4 <= kernel(w, "mach") * 3, "{w}: {} vs {}", kernel(w, "ptlb"), kernel(w, "mach"));
+        assert!(u(&get(w, "ptlb"), "/ptlb_useful") > 0);
+    }
+    // Without IPC (gzip), the PTLB does nothing; with a few messages (a shell pipeline traced
+    // with its children), little.
+    assert_eq!(u(&get("gzip", "mach"), "/ipc"), 0);
+    assert_eq!(kernel("gzip", "ptlb"), kernel("gzip", "mach"));
+    assert_eq!(u(&get("gzip", "ptlb"), "/ptlb_prefetches"), 0);
+    let pipeline = get("pipeline", "mach");
+    assert!(u(&pipeline, "/ipc") > 0 && u(&pipeline, "/ipc") * 10 < u(&pipeline, "/syscalls"), "{pipeline}");
+    assert!(kernel("pipeline", "ptlb") * 10 >= kernel("pipeline", "mach") * 9);
+    // §6.2: a faster clock makes each kernel miss dearer, and the STLB's paths far cheaper.
+    let per = |d: &str| {
+        let r = get("mdb", d);
+        (u(&r, "/miss_cycles") - u(&r, "/user_cycles")) as f64 / kernel("mdb", d) as f64
+    };
+    assert!(per("mach-200mhz") > 3.0 * per("mach"));
+    assert!(per("stlb-dm4k-200mhz") * 3.0 < per("mach-200mhz"));
+    // With m measured by the caches: every kernel miss runs at least the shortest generic path
+    // (161 instructions), and the STLB's paths are shorter.
+    assert!(per("mach-cached-200mhz") >= 161.0, "{}", per("mach-cached-200mhz"));
+    assert!(per("stlb-dm4k-cached-200mhz") < per("mach-cached-200mhz"));
+}

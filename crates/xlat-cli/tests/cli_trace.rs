@@ -9,6 +9,7 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use xlat::trace::Record;
 
 /// A program whose own loops dominate its references (static: no dynamic loader), so that two
 /// tracers' counts can be compared.
@@ -640,4 +641,97 @@ int main(int argc, char **argv) {
         windows <= r.notes().objects.len() as u64 && windows < shareable,
         "{windows} windows, {shareable} shareable maps"
     );
+}
+
+/// A client and a server exchanging messages through pipes: each write another traced process
+/// reads becomes an `Ipc` event to that process, after the `Syscall` record of the write (its
+/// pipe, buffer and length); the reads are recorded with their buffers too.
+#[test]
+fn a_client_and_server_exchange_ipc_messages_with_their_system_calls() {
+    use xlat::trace::fd_kind;
+    for (transport, kind) in [("pipe", fd_kind::PIPE), ("unix", fd_kind::SOCKET), ("tcp", fd_kind::SOCKET)] {
+        let prog = xlat::workloads::program("bigmsg").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("bigmsg.xtr");
+        trace(&out, &[], &[s(&prog), "3000", "20", transport]);
+        let v = info(&out);
+        assert_eq!(u(&v, "/processes"), 2, "{transport}: {v}");
+        let mut reads = 0;
+        let mut ipcs = Vec::new();
+        for (cur, rec, last_syscall) in with_syscalls(&out) {
+            match rec {
+                Record::Syscall { fd, len, buf, object, .. } if fd == kind | fd_kind::INTO_BUF => {
+                    reads += 1;
+                    assert!(buf != 0 && len > 0 && object > 0);
+                }
+                Record::Ipc { to } => {
+                    let (fd, len, b, _) = last_syscall.expect("a send comes before its message");
+                    assert_eq!(fd, kind | fd_kind::FROM_BUF, "{transport}: the message follows its send");
+                    assert!(len > 0 && len <= 3000 && b != 0);
+                    ipcs.push((cur, to));
+                }
+                _ => {}
+            }
+        }
+        // 20 messages each way (the first may go before its receiver has received once).
+        assert!(ipcs.len() >= 38, "{transport}: {ipcs:?}");
+        assert!(ipcs.iter().all(|&(from, to)| from != to && from < 2 && to < 2), "{transport}: {ipcs:?}");
+        assert!(ipcs.iter().any(|&(f, _)| f == 0) && ipcs.iter().any(|&(f, _)| f == 1), "{transport}");
+        assert!(reads >= 40, "{transport}");
+        assert_eq!(u(&v, "/events/ipc"), ipcs.len() as u64);
+        assert!(u(&v, "/events/syscall") > 80, "{v}");
+    }
+}
+
+/// A system call's descriptor kind, length, buffer and object.
+type Call = (u8, u64, u64, u32);
+
+/// Every record of a trace with the process it belongs to and the last system call before it.
+fn with_syscalls(path: &std::path::Path) -> Vec<(u32, Record, Option<Call>)> {
+    let mut r = xlat::trace::open::open_reader(s(path), None).unwrap();
+    let mut buf = Vec::new();
+    let (mut cur, mut last, mut all) = (u32::MAX, None, Vec::new());
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        for rec in &buf {
+            if let Record::Process { asid } | Record::ContextSwitch { asid } = *rec {
+                cur = asid;
+            }
+            all.push((cur, *rec, last));
+            if let Record::Syscall { fd, len, buf, object, .. } = *rec {
+                last = Some((fd, len, buf, object));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn database_clients_over_unix_sockets_get_their_replies_from_the_server() {
+    // mdb over Unix sockets: 3 clients send 10 requests each over one SOCK_SEQPACKET pair to the
+    // server (process 0), which replies over each client's own stream pair.
+    let prog = xlat::workloads::program("mdb").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, db) = (dir.path().join("mdb.xtr"), dir.path().join("mdb.dat"));
+    trace(&out, &[], &[s(&prog), "3", "64", "256", "10", "4", s(&db), "unix"]);
+    // (from, to) -> messages, and the socket each reply leaves by -> the clients it reaches.
+    let (mut ipcs, mut by_socket) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+    for (cur, rec, last) in with_syscalls(&out) {
+        if let Record::Ipc { to } = rec {
+            *ipcs.entry((cur, to)).or_insert(0u32) += 1;
+            let (fd, _, _, object) = last.expect("a send comes before its message");
+            assert_eq!(fd, xlat::trace::fd_kind::SOCKET | xlat::trace::fd_kind::FROM_BUF);
+            if cur == 0 {
+                by_socket.entry(object).or_insert_with(std::collections::BTreeSet::new).insert(to);
+            }
+        }
+    }
+    // Every message goes between the server and a client; each reply socket reaches one client,
+    // a different one for each socket.
+    let replies: u32 = (1..=3).map(|c| ipcs.get(&(0, c)).copied().unwrap_or(0)).sum();
+    let requests: u32 = (1..=3).map(|c| ipcs.get(&(c, 0)).copied().unwrap_or(0)).sum();
+    assert_eq!(ipcs.values().sum::<u32>(), replies + requests, "{ipcs:?}");
+    assert!(replies >= 27 && requests >= 27, "30 each way, bar a first message sent early: {ipcs:?}");
+    assert_eq!(by_socket.len(), 3, "{by_socket:?}");
+    let reached: std::collections::BTreeSet<u32> = by_socket.values().flatten().copied().collect();
+    assert!(by_socket.values().all(|c| c.len() == 1) && reached.len() == 3, "{by_socket:?}");
 }

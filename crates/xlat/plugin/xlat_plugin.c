@@ -33,8 +33,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/in.h>
 
 /* ---- QEMU plugin API (7.2, version 1), the subset used ---- */
 
@@ -115,8 +121,9 @@ enum {
     R_EXEC_FAIL = 0x09, /* (none): that execve failed; the process goes on */
     R_YIELD = 0x0a,     /* (none): the process yields or may block here (a scheduling point) */
     R_OBJECT = 0x0b,    /* dev:u64 ino:u64 offset:u64 n:u8 path[n]: the next map maps this object */
-    R_PIPE_SEND = 0x0c, /* ino:u64 bytes:u32: the process writes to the pipe ino */
-    R_PIPE_RECV = 0x0d, /* ino:u64: the process reads from the pipe ino */
+    R_PIPE_SEND = 0x0c, /* end:u64 bytes:u32: the process sends to the channel end `end` */
+    R_PIPE_RECV = 0x0d, /* end:u64: the process receives from the channel end `end` */
+    R_SYSCALL = 0x0e,   /* nr:u32 fd:u8 dev:u64 ino:u64 buf:u64 len:u64: a system call (fd: kind | direction) */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -456,7 +463,11 @@ enum {
     SYS_PAUSE = 34,
     SYS_NANOSLEEP = 35,
     SYS_RECVFROM = 45,
+    SYS_PREAD64 = 17,
+    SYS_PWRITE64 = 18,
+    SYS_SENDTO = 44,
     SYS_RECVMSG = 47,
+    SYS_SENDMSG = 46,
     SYS_WAIT4 = 61,
     SYS_FUTEX = 202,
     SYS_CLOCK_NANOSLEEP = 230,
@@ -609,6 +620,110 @@ static bool yields(int64_t num, uint64_t a1, uint64_t a2)
     }
 }
 
+/* The peer of the Unix socket `ino`: its inode, from the kernel's socket diagnostics
+   (NETLINK_SOCK_DIAG, UNIX_DIAG_PEER); 0 if unknown. */
+static uint64_t unix_peer(uint64_t ino)
+{
+    int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (s < 0) {
+        return 0;
+    }
+    struct {
+        struct nlmsghdr nlh;
+        struct unix_diag_req req;
+    } q;
+    memset(&q, 0, sizeof q);
+    q.nlh.nlmsg_len = sizeof q;
+    q.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    q.nlh.nlmsg_flags = NLM_F_REQUEST;
+    q.req.sdiag_family = AF_UNIX;
+    q.req.udiag_states = ~0u;
+    q.req.udiag_ino = (uint32_t)ino;
+    q.req.udiag_show = UDIAG_SHOW_PEER;
+    q.req.udiag_cookie[0] = q.req.udiag_cookie[1] = ~0u;
+    struct sockaddr_nl nl;
+    memset(&nl, 0, sizeof nl);
+    nl.nl_family = AF_NETLINK;
+    uint64_t peer = 0;
+    union {
+        struct nlmsghdr h;
+        char bytes[1024];
+    } r;
+    if (sendto(s, &q, sizeof q, 0, (struct sockaddr *)&nl, sizeof nl) == (ssize_t)sizeof q) {
+        ssize_t n = recv(s, &r, sizeof r, 0);
+        struct nlmsghdr *h = &r.h;
+        if (n > 0 && NLMSG_OK(h, (uint32_t)n) && h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+            struct unix_diag_msg *m = NLMSG_DATA(h);
+            int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof *m);
+            for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= sizeof(uint32_t)) {
+                    uint32_t v;
+                    memcpy(&v, RTA_DATA(a), sizeof v);
+                    peer = v;
+                }
+            }
+        }
+    }
+    close(s);
+    return peer;
+}
+
+/* An Internet socket address as a channel end: FNV-1a over family, address and port, top bit
+   set (apart from inode numbers). On loopback the peer's own address is this socket's peer
+   address, so both sides name each end alike. 0 if the address is unknown. */
+static uint64_t inet_end(const struct sockaddr_storage *a, socklen_t len)
+{
+    const uint8_t *p;
+    size_t n;
+    uint16_t port;
+    if (a->ss_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *v = (const struct sockaddr_in *)a;
+        p = (const uint8_t *)&v->sin_addr, n = sizeof v->sin_addr, port = v->sin_port;
+    } else if (a->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *v = (const struct sockaddr_in6 *)a;
+        p = (const uint8_t *)&v->sin6_addr, n = sizeof v->sin6_addr, port = v->sin6_port;
+    } else {
+        return 0;
+    }
+    uint64_t h = (0xcbf29ce484222325ull ^ a->ss_family) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    }
+    h = (h ^ (port & 0xff)) * 0x100000001b3ull;
+    h = (h ^ (port >> 8)) * 0x100000001b3ull;
+    return h | 1ull << 63;
+}
+
+/* The channel end a call on descriptor `fd` (with status `st`) sends to (`send`) or receives
+   from: a pipe's inode (one object for both ends); a Unix socket's own inode for a receive and
+   its peer's for a send; an Internet socket's own address for a receive and its peer's for a
+   send. 0 if the descriptor is no channel or the peer is unknown (not connected). */
+static uint64_t channel_end(int fd, const struct stat *st, bool send)
+{
+    if (S_ISFIFO(st->st_mode)) {
+        return (uint64_t)st->st_ino;
+    }
+    if (!S_ISSOCK(st->st_mode)) {
+        return 0;
+    }
+    int domain = 0;
+    socklen_t dl = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) != 0) {
+        return 0;
+    }
+    if (domain == AF_UNIX) {
+        return send ? unix_peer((uint64_t)st->st_ino) : (uint64_t)st->st_ino;
+    }
+    if (domain == AF_INET || domain == AF_INET6) {
+        struct sockaddr_storage a;
+        socklen_t len = sizeof a;
+        memset(&a, 0, sizeof a);
+        int ok = send ? getpeername(fd, (struct sockaddr *)&a, &len) : getsockname(fd, (struct sockaddr *)&a, &len);
+        return ok == 0 ? inet_end(&a, len) : 0;
+    }
+    return 0;
+}
+
 static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2,
                        uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
@@ -620,16 +735,49 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) {
         ev_exec_call(b, num == SYS_EXECVE ? a1 : a2);
     }
-    if (num == SYS_READ || num == SYS_READV || num == SYS_WRITE || num == SYS_WRITEV) {
-        /* Communication through a pipe: who reads it, and who writes how much to it. */
+    {
+        /* Every call: its number and, for calls that move a buffer through a descriptor, the
+           descriptor's kind and object (the guest's descriptors are the host's), the buffer and
+           its length. fd byte: 1 file, 2 pipe, 3 socket; 0x10 the call fills the buffer, 0x20 it
+           sends it. */
+        uint8_t fd = 0;
+        uint64_t dev = 0, ino = 0, buf = 0, len = 0;
+        bool into = num == SYS_READ || num == SYS_PREAD64 || num == SYS_RECVFROM || num == SYS_READV ||
+                    num == SYS_RECVMSG;
+        bool from = num == SYS_WRITE || num == SYS_PWRITE64 || num == SYS_SENDTO || num == SYS_WRITEV ||
+                    num == SYS_SENDMSG;
         struct stat st;
-        if (fstat((int)a1, &st) == 0 && S_ISFIFO(st.st_mode)) {
-            bool send = num == SYS_WRITE || num == SYS_WRITEV;
+        if ((into || from) && fstat((int)a1, &st) == 0) {
+            fd = S_ISFIFO(st.st_mode) ? 2 : S_ISSOCK(st.st_mode) ? 3 : 1;
+            fd |= into ? 0x10 : 0x20;
+            dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino;
+            if (num != SYS_READV && num != SYS_WRITEV && num != SYS_RECVMSG && num != SYS_SENDMSG) {
+                buf = a2, len = a3;
+            }
+        }
+        room(b, 38);
+        put8(b, R_SYSCALL);
+        put32(b, (uint32_t)num);
+        put8(b, fd);
+        put64(b, dev);
+        put64(b, ino);
+        put64(b, buf);
+        put64(b, len);
+    }
+    if (num == SYS_READ || num == SYS_READV || num == SYS_RECVFROM || num == SYS_RECVMSG || num == SYS_WRITE ||
+        num == SYS_WRITEV || num == SYS_SENDTO || num == SYS_SENDMSG) {
+        /* Communication through a pipe or a connected socket: who receives from which channel
+           end, and who sends how much to which. */
+        bool send = num == SYS_WRITE || num == SYS_WRITEV || num == SYS_SENDTO || num == SYS_SENDMSG;
+        struct stat st;
+        uint64_t end = fstat((int)a1, &st) == 0 ? channel_end((int)a1, &st, send) : 0;
+        if (end != 0) {
             room(b, 13);
             put8(b, send ? R_PIPE_SEND : R_PIPE_RECV);
-            put64(b, (uint64_t)st.st_ino);
+            put64(b, end);
             if (send) {
-                put32(b, num == SYS_WRITE ? (uint32_t)(a3 > 0xffffffffu ? 0xffffffffu : a3) : 0);
+                bool sized = num == SYS_WRITE || num == SYS_SENDTO;
+                put32(b, sized ? (uint32_t)(a3 > 0xffffffffu ? 0xffffffffu : a3) : 0);
             }
         }
     }

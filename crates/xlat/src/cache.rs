@@ -144,11 +144,16 @@ pub struct CacheLevelConfig {
 pub struct MemoryConfig {
     /// Cycles from a request that misses every level to its data (default 100).
     pub latency: u64,
+    /// Installed DRAM (with `[mtlb]`: the physical addresses above it, up to `2^pa_bits`, are
+    /// shadow addresses; swanson98 §2.1).
+    pub dram_bytes: Option<u64>,
+    /// Physical address bits the processor exports (with `[mtlb]`).
+    pub pa_bits: Option<u32>,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { latency: 100 }
+        MemoryConfig { latency: 100, dram_bytes: None, pa_bits: None }
     }
 }
 
@@ -511,6 +516,8 @@ pub struct Hierarchy {
     memory: MemoryStats,
     /// The first level of each path, or `NO_LEVEL`.
     first: [u8; 3],
+    /// The memory controller's TLB (`[mtlb]`), between the last level and DRAM.
+    mtlb: Option<Box<crate::mtlb::Mtlb>>,
 }
 
 /// No level on a path.
@@ -576,7 +583,14 @@ impl Hierarchy {
             CachePath::of(&path(Serves::Data, true), Route::Walk),
         ];
         let first = paths.map(|p| p.get(0).map_or(NO_LEVEL as u8, |i| i as u8));
-        Ok(Hierarchy { levels, paths, memory_latency: memory.latency, memory: MemoryStats::default(), first })
+        Ok(Hierarchy {
+            levels,
+            paths,
+            memory_latency: memory.latency,
+            memory: MemoryStats::default(),
+            first,
+            mtlb: None,
+        })
     }
 
     /// The levels, in config order.
@@ -717,12 +731,34 @@ impl Hierarchy {
     /// store) of the line at physical address `pa`. A memory-side stage (a memory controller
     /// translating the addresses of fills and writebacks) goes here.
     #[inline]
-    pub fn memory(&mut self, write: bool, _pa: u64) -> u64 {
+    pub fn memory(&mut self, write: bool, pa: u64) -> u64 {
         if write {
             self.memory.writes += 1;
         } else {
             self.memory.reads += 1;
         }
-        self.memory_latency
+        match self.mtlb.as_deref_mut() {
+            None => self.memory_latency,
+            Some(m) => {
+                // The controller's cycle, and on an MTLB miss the table entry's DRAM read.
+                let r = m.access(write, pa);
+                r.cycles + self.memory_latency * (1 + r.table_read.is_some() as u64)
+            }
+        }
+    }
+
+    /// Puts the memory controller's TLB between the last level and DRAM.
+    pub fn set_mtlb(&mut self, m: crate::mtlb::Mtlb) {
+        self.mtlb = Some(Box::new(m));
+    }
+
+    /// The memory controller's TLB, if any.
+    pub fn mtlb(&self) -> Option<&crate::mtlb::Mtlb> {
+        self.mtlb.as_deref()
+    }
+
+    /// See [`Hierarchy::mtlb`] (the OS maps shadow pages through it).
+    pub fn mtlb_mut(&mut self) -> Option<&mut crate::mtlb::Mtlb> {
+        self.mtlb.as_deref_mut()
     }
 }

@@ -181,6 +181,16 @@ pub struct Config {
     /// A software TLB behind the structure holding page-table translations (`[stlb]`).
     #[serde(default)]
     pub stlb: Option<StlbConfig>,
+    /// The Mach 3.0 personality's constants (`[mach3]`; used with `os.personality = "mach3"`).
+    #[serde(default)]
+    pub mach3: crate::os::mach3::Mach3Config,
+    /// The prefetch TLB on the IPC path (`[ptlb]`; needs `os.personality = "mach3"`).
+    #[serde(default)]
+    pub ptlb: Option<crate::os::mach3::PtlbConfig>,
+    /// The memory controller's TLB over shadow addresses (`[mtlb]`, swanson98; needs caches and
+    /// `[memory] dram_bytes` and `pa_bits`).
+    #[serde(default)]
+    pub mtlb: Option<crate::mtlb::MtlbConfig>,
 }
 
 /// `[stlb]`: bala94 §4's software TLB, a table in unmapped memory that the refill handler
@@ -281,6 +291,7 @@ pub const MAX_FRAMES: u64 = 1 << 32;
 /// Built-in presets: (name, TOML source). Each file in `configs/` documents its source.
 pub const PRESETS: &[(&str, &str)] = &[
     ("mips-r3000", include_str!("../../../configs/mips-r3000.toml")),
+    ("mach3-r3000", include_str!("../../../configs/mach3-r3000.toml")),
     ("itanium2", include_str!("../../../configs/itanium2.toml")),
     ("itanium2-linux", include_str!("../../../configs/itanium2-linux.toml")),
     ("itanium2-lvhpt", include_str!("../../../configs/itanium2-lvhpt.toml")),

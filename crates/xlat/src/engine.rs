@@ -20,6 +20,8 @@ use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
 
+mod mach3;
+
 /// The address space of global pages (`os.global`): mapped once, shared by every process.
 pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
 
@@ -126,6 +128,10 @@ pub struct System {
     /// Short VHPT with the hardware walker: walks that took a VHPT translation fault (a nested
     /// miss the walker hands to software).
     vhpt_faults: u64,
+    /// The Mach 3.0 personality (`os.personality = "mach3"`).
+    mach: Option<Box<crate::os::mach3::Mach3>>,
+    /// Mach: the kernel is running (its references to user memory take kernel-mode paths).
+    in_kernel: bool,
 }
 
 /// Why one design of a run stopped before the end of the trace, and where.
@@ -160,6 +166,14 @@ pub enum DesignError {
         config: String,
         /// Details.
         error: crate::os::regions::RidsExhausted,
+    },
+    /// The Mach personality has no room for another task.
+    #[error("config '{config}': {error}")]
+    Mach {
+        /// Which system.
+        config: String,
+        /// Details.
+        error: crate::os::mach3::TooManyTasks,
     },
     /// The layout has no room for a mapping.
     #[error("config '{config}': {error}")]
@@ -276,8 +290,36 @@ impl System {
         let cache = config.cost.cache.as_ref().map(PtCache::new).transpose()?;
         let caches = if config.timed() {
             let memory = config.memory.clone().unwrap_or_default();
-            Some(Box::new(Hierarchy::new(&config.cache, &memory)?))
+            let mut h = Hierarchy::new(&config.cache, &memory)?;
+            if let Some(m) = &config.mtlb {
+                let need = |k: &str| {
+                    ParamError::new(
+                        format!("memory.{k}"),
+                        "the memory-controller TLB ([mtlb]) retranslates the addresses above the installed DRAM: \
+                         set memory.dram_bytes and memory.pa_bits",
+                    )
+                };
+                let dram = memory.dram_bytes.ok_or_else(|| need("dram_bytes"))?;
+                let bits = memory.pa_bits.ok_or_else(|| need("pa_bits"))?;
+                if config.os.memory_bytes > dram {
+                    return Err(ParamError::new(
+                        "os.memory_bytes",
+                        format!(
+                            "the OS's frames ({} bytes) must fit in memory.dram_bytes = {dram}",
+                            config.os.memory_bytes
+                        ),
+                    ));
+                }
+                h.set_mtlb(crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?);
+            }
+            Some(Box::new(h))
         } else {
+            if config.mtlb.is_some() {
+                return Err(ParamError::new(
+                    "mtlb",
+                    "the memory-controller TLB sees the requests that leave the caches: it needs [[cache]] levels",
+                ));
+            }
             None
         };
         let n = structures.len();
@@ -310,7 +352,59 @@ impl System {
                 Some(Box::new(Tlb::new(g, page_size).map_err(|e| ParamError::new("stlb.entries", e.to_string()))?))
             }
         };
+        let mach = match config.os.personality {
+            crate::os::mach3::Personality::Linux => {
+                if config.ptlb.is_some() {
+                    return Err(ParamError::new(
+                        "ptlb",
+                        "the PTLB is on Mach's IPC path: it needs os.personality = \"mach3\"",
+                    ));
+                }
+                None
+            }
+            crate::os::mach3::Personality::Mach3 => {
+                let bad = |why: &str| {
+                    Err(ParamError::new("os.personality", format!("mach3 models Mach 3.0 on the R3000: {why}")))
+                };
+                if config.page_size != 4096 {
+                    return bad("it needs page_size = 4096");
+                }
+                if config.tlb.len() != 1 || config.tlb[0].serves != Serves::Unified {
+                    return bad("it needs one unified [[tlb]] (the R3000's, with `reserved` entries for L2 PTEs)");
+                }
+                let kuseg = match config.layout.kind {
+                    crate::os::layout::LayoutKind::Compact32 => config.layout.size <= crate::os::mach3::KUSEG_TOP,
+                    // Traces with 32-bit user addresses already (an address at or above 2 GB
+                    // stops the design when it is referenced).
+                    crate::os::layout::LayoutKind::Identity => true,
+                    _ => false,
+                };
+                if !kuseg {
+                    return bad("it needs a 32-bit user space: [layout] kind = \"compact32\" with size <= 2 GB (kuseg), or \"identity\" for traces of 32-bit addresses");
+                }
+                if config.itanium.is_some() || config.page_table.kind != PtKind::Linear {
+                    return bad("it needs page_table.kind = \"linear\" and no [itanium]");
+                }
+                if config.mach3.cost_model == crate::os::mach3::CostModel::Cache
+                    && !caches.as_ref().is_some_and(|h| h.has_path(Route::Instruction) && h.has_path(Route::Walk))
+                {
+                    return Err(ParamError::new(
+                        "mach3.cost_model",
+                        "\"cache\" measures the handlers' cache misses: it needs [[cache]] levels serving instructions and data",
+                    ));
+                }
+                let kernel_phys = config.os.memory_bytes.div_ceil(4096) * 4096;
+                Some(Box::new(crate::os::mach3::Mach3::new(
+                    &config.mach3,
+                    config.ptlb.as_ref(),
+                    config.stlb.is_some(),
+                    kernel_phys,
+                )?))
+            }
+        };
         Ok(System {
+            mach,
+            in_kernel: false,
             stlb,
             stlb_counts: [0; 2],
             pending_object: None,
@@ -463,10 +557,21 @@ impl System {
         let c = &mut s.cycles;
         c.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
         c.walk_memory = match &self.cache {
+            // Mach's handler costs (bala94 Table 1) include their PTE loads.
+            _ if self.mach.is_some() => 0,
             Some(cache) => w.cache_hits * cache.hit_cycles + w.cache_misses * cache.miss_cycles,
             None => w.memory_refs * cost.memory_cycles,
         };
+        if let Some(m) = &self.mach {
+            w.nested_misses = m.stats.nested;
+            w.by_depth = m.stats.by_depth;
+        }
         c.refill_overhead = match (self.config.page_table.kind, self.refill) {
+            // Mach: each miss type's handler (bala94 Tables 1 and 5), and the PTLB's probes.
+            _ if self.mach.is_some() => {
+                let m = &self.mach.as_ref().expect("mach3").stats;
+                m.miss_cycles + m.ptlb_cycles
+            }
             // VHPT designs: the walker (if enabled) runs on every miss; what it cannot find
             // (a long-VHPT miss, a short-VHPT translation fault) traps to software.
             (PtKind::VhptShort | PtKind::VhptLong, _) if self.hw_walker => {
@@ -480,7 +585,7 @@ impl System {
             (_, Refill::Hardware) => w.count * cost.walker_cycles,
             (_, Refill::Software) => (w.count + w.nested_misses) * cost.trap_cycles,
         } + self.itanium_cycles()
-            + self.config.stlb.as_ref().map_or(0, |c| {
+            + self.config.stlb.as_ref().filter(|_| self.mach.is_none()).map_or(0, |c| {
                 let [lookups, hits] = self.stlb_counts;
                 hits * c.hit_cycles + (lookups - hits) * c.miss_cycles
             });
@@ -519,6 +624,9 @@ impl System {
     /// not map, whatever its entry format, after unmaps, promotions and demotions. For tests;
     /// allocates. Reserved partitions (page-table translations) are not checked.
     pub fn check_translations(&self) -> Result<(), String> {
+        if self.mach.is_some() {
+            self.mach_check()?;
+        }
         for s in self.structures.iter().filter(|s| s.serves.is_some()) {
             // A linear table's own pages, when they compete in a main structure, are not the
             // program's translations.
@@ -527,7 +635,7 @@ impl System {
                 _ => u64::MAX,
             };
             for (asid, vpn, pfn) in s.tlb.translations() {
-                if vpn.0 >= table_pages {
+                if vpn.0 >= table_pages || (self.mach.is_some() && asid == crate::tlb::GLOBAL) {
                     continue;
                 }
                 let space = if asid == crate::tlb::GLOBAL { GLOBAL_SPACE } else { Asid(asid) };
@@ -836,6 +944,16 @@ impl System {
         Ok(addr)
     }
 
+    /// The Mach personality's counters, for `os.personality = "mach3"` designs.
+    pub fn mach_stats(&self) -> Option<crate::os::mach3::Mach3Stats> {
+        self.mach.as_ref().map(|m| m.stats)
+    }
+
+    /// The pages the software TLB holds (tests).
+    pub fn stlb_entries(&self) -> Vec<u64> {
+        self.stlb.as_ref().map(|t| t.translations().iter().map(|e| e.1 .0).collect()).unwrap_or_default()
+    }
+
     /// The software TLB's lookups and hits, for designs with `[stlb]`.
     pub fn stlb_stats(&self) -> Option<(u64, u64)> {
         self.stlb.as_ref().map(|_| (self.stlb_counts[0], self.stlb_counts[1]))
@@ -932,6 +1050,9 @@ impl System {
     /// A miss in every level: walk, fault in if needed, and fill every level of the path.
     #[inline(always)]
     fn miss(&mut self, path: Path, vpn: Vpn) -> Result<u64, DesignError> {
+        if self.mach.is_some() {
+            return self.mach_user_miss(path, vpn);
+        }
         let asid = self.space_of(vpn);
         if vpn.0 >= self.vpn_limit {
             return Err(DesignError::AddressRange {
@@ -1072,7 +1193,11 @@ impl System {
             Record::Process { asid } => return self.switch_to(asid),
             Record::ContextSwitch { asid } => {
                 e.context_switches += 1;
-                return self.switch_to(asid);
+                self.switch_to(asid)?;
+                if self.mach.is_some() {
+                    return self.mach_event(r);
+                }
+                return Ok(());
             }
             _ => {}
         }
@@ -1182,6 +1307,9 @@ impl System {
                         st.invalidations += s.tlb.flush_asid(Asid(space));
                     }
                 }
+                if self.mach.is_some() {
+                    self.mach_event(r)?;
+                }
             }
             Record::Object { id, offset } => {
                 self.pending_object = Some(id);
@@ -1189,7 +1317,18 @@ impl System {
                     l.object(id, offset);
                 }
             }
-            Record::Ipc { .. } => self.stats.events.ipcs += 1,
+            Record::Ipc { .. } => {
+                self.stats.events.ipcs += 1;
+                if self.mach.is_some() {
+                    self.mach_event(r)?;
+                }
+            }
+            Record::Syscall { .. } => {
+                self.stats.events.syscalls += 1;
+                if self.mach.is_some() {
+                    self.mach_event(r)?;
+                }
+            }
             Record::Marker { .. } => self.stats.events.markers += 1,
             Record::Thread { .. } => self.stats.events.threads += 1,
         }
@@ -1355,9 +1494,28 @@ pub fn run(
     reader: &mut dyn TraceReader,
     systems: &mut [System],
     opts: RunOptions,
+    progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    run_jobs(reader, systems, opts, 1, progress)
+}
+
+/// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
+/// thread simulates its share of the designs (a contiguous slice of `systems`) over the same
+/// decoded batches, which it shares read-only. Every design sees the same records in the same
+/// order whatever `jobs` is, so the results are identical; `jobs <= 1` (or one design) is the
+/// single simulation thread of [`run`].
+pub fn run_jobs(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
     mut progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
     use std::sync::mpsc;
+    let jobs = jobs.clamp(1, systems.len().max(1));
+    if jobs > 1 {
+        return run_parallel(reader, systems, opts, jobs, progress);
+    }
     let mut counts = TraceCounts::default();
     let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
     counts.lookup_page_size = if !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
@@ -1438,6 +1596,124 @@ pub fn run(
         }
         truncated = reader_thread.join().unwrap_or(false);
         Ok(())
+    })?;
+    Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
+}
+
+/// Counts one batch's records as [`run`]'s reader does: references, kinds, lookups at `shift`
+/// and events, stopping at `max` references. Returns how many records to use and whether the
+/// limit cut the batch.
+fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
+    for (i, r) in buf.iter().enumerate() {
+        if let Record::Access { kind, size, addr } = *r {
+            if c.references == max {
+                return (i, true);
+            }
+            c.references += 1;
+            c.by_kind[kind as usize] += 1;
+            let end = match addr.checked_add(size.max(1) as u64 - 1) {
+                Some(end) => end,
+                None => {
+                    c.clipped_accesses += 1;
+                    u64::MAX
+                }
+            };
+            c.lookups += (end >> shift) - (addr >> shift) + 1;
+        } else {
+            c.events += 1;
+        }
+    }
+    (buf.len(), false)
+}
+
+/// Feeds `batch[..n]` to each system of `systems` that has not failed; `before` are the trace
+/// counts before the batch (for the failure's position).
+fn process_share(systems: &mut [System], batch: &[Record], before: &TraceCounts) {
+    for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
+        if let Err((i, error)) = s.process_until(batch) {
+            let refs_before = batch[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+            s.failure = Some(DesignFailure {
+                error,
+                reference: before.references + refs_before + 1,
+                record: before.references + before.events + i as u64 + 1,
+            });
+        }
+    }
+}
+
+/// [`run_jobs`] with more than one simulation thread: the reader thread decodes and counts,
+/// the calling thread simulates the first share of the designs and hands each batch (shared,
+/// read-only) to `jobs - 1` workers that simulate the other shares.
+fn run_parallel(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
+    mut progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    use std::sync::{mpsc, Arc};
+    type Shared = Arc<(Vec<Record>, usize, TraceCounts)>;
+    let mut counts = TraceCounts::default();
+    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
+    counts.lookup_page_size = if sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
+    let shift = counts.lookup_page_size.trailing_zeros();
+    let max = opts.max_refs.unwrap_or(u64::MAX);
+    let share = systems.len().div_ceil(jobs);
+    let mut shares = systems.chunks_mut(share);
+    let mine = shares.next().expect("at least one design");
+    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
+        type Msg = Result<(Vec<Record>, usize, TraceCounts, TraceCounts), TraceError>;
+        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
+        let reader = &mut *reader;
+        let mut c = counts;
+        let reader_thread = scope.spawn(move || -> bool {
+            loop {
+                let mut buf = Vec::with_capacity(BATCH);
+                if c.references == max {
+                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
+                }
+                match reader.read_batch(&mut buf, BATCH) {
+                    Ok(0) => return false,
+                    Ok(_) => {
+                        let before = c;
+                        let (n, cut) = count_batch(&buf, &mut c, shift, max);
+                        if full_tx.send(Ok((buf, n, before, c))).is_err() {
+                            return false;
+                        }
+                        if cut {
+                            return true;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        return false;
+                    }
+                }
+            }
+        });
+        let mut workers = Vec::new();
+        for theirs in shares {
+            let (tx, rx) = mpsc::sync_channel::<Shared>(4);
+            workers.push(tx);
+            scope.spawn(move || {
+                for b in rx.iter() {
+                    process_share(theirs, &b.0[..b.1], &b.2);
+                }
+            });
+        }
+        for msg in full_rx.iter() {
+            let (batch, n, before, after) = msg?;
+            let shared: Shared = Arc::new((batch, n, before));
+            for w in &workers {
+                // A worker only stops when its channel closes, after this loop.
+                let _ = w.send(Arc::clone(&shared));
+            }
+            process_share(mine, &shared.0[..n], &before);
+            counts = after;
+            progress(counts.references);
+        }
+        drop(workers);
+        Ok(reader_thread.join().unwrap_or(false))
     })?;
     Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
 }

@@ -11,6 +11,7 @@
 //! - [`cache`]: cache hierarchies and memory, fed with physical addresses; the timing model.
 //! - [`config`]: TOML configs and built-in presets, validated into a [`engine::System`].
 //! - [`engine`]: one simulated system per config; many of them fed by one pass over a trace.
+//! - [`curve`]: misses of every TLB size and associativity in one pass (stack distances).
 //! - [`stats`]: plain counters the engine fills and the printers read.
 //! - [`report`]: table, JSON and CSV printers.
 //! - [`workloads`]: the reproducible suite of real programs, traced and snapshotted.
@@ -52,8 +53,10 @@ pub mod addr;
 pub mod cache;
 pub mod config;
 pub mod cost;
+pub mod curve;
 pub mod engine;
 pub mod model;
+pub mod mtlb;
 pub mod os;
 pub mod output;
 pub mod plot;

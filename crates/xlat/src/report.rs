@@ -40,7 +40,7 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
     let configs: Vec<Value> = systems
         .iter()
         .map(|s| match s.failure() {
-            None => system_json(s),
+            None => design_json(s),
             Some(f) => json!({
                 "name": s.config().name,
                 "status": "failed",
@@ -71,7 +71,8 @@ pub fn json(input: &ReportInput, systems: &[System]) -> Value {
     })
 }
 
-fn system_json(s: &System) -> Value {
+/// The JSON of one design that ran (one element of `configs`, docs/output.md).
+pub fn design_json(s: &System) -> Value {
     let st = s.stats();
     let cfg = s.config();
     let tlb: Vec<Value> = s
@@ -186,6 +187,37 @@ fn system_json(s: &System) -> Value {
             "reloads": k.reloads,
         });
     }
+    if let Some(m) = s.mach_stats() {
+        doc["kernel"] = json!({
+            "personality": "mach3",
+            "references": m.references,
+            "ipc": m.ipc,
+            "syscalls": m.syscalls,
+            "tlb_lookups": m.tlb_lookups,
+            "kernel_misses": m.l1k + m.l2 + m.l3,
+            "miss_cycles": m.miss_cycles,
+            "user_miss_cycles": m.user_cycles,
+        });
+        doc["misses_by_type"] = json!({
+            "l1u": m.l1u,
+            "l1k": m.l1k,
+            "l2": m.l2,
+            "l3": m.l3,
+            "invalid": m.invalid,
+        });
+        doc["nested_misses"] = json!(m.nested);
+        doc["misses_by_depth"] = json!(m.by_depth);
+        if let Some(p) = &cfg.ptlb {
+            doc["ptlb"] = json!({
+                "entries": p.entries,
+                "prefetches": m.ptlb_prefetches,
+                "present": m.ptlb_present,
+                "useful": m.ptlb_useful,
+                "recorded": m.ptlb_recorded,
+                "cycles": m.ptlb_cycles,
+            });
+        }
+    }
     if let (Some((lookups, hits)), Some(c)) = (s.stlb_stats(), &cfg.stlb) {
         doc["stlb"] = json!({
             "entries": c.entries,
@@ -234,6 +266,21 @@ fn system_json(s: &System) -> Value {
             .collect();
         doc["caches"] = json!(caches);
         doc["memory"] = json!({ "latency": h.memory_latency(), "reads": st.memory.reads, "writes": st.memory.writes });
+        if let Some(m) = h.mtlb() {
+            let (g, c, (referenced, dirty)) = (m.geometry(), m.stats(), m.marked_pages());
+            doc["mtlb"] = json!({
+                "entries": g.entries,
+                "ways": g.ways,
+                "policy": g.policy.name(),
+                "requests": c.requests,
+                "lookups": c.lookups,
+                "hits": c.hits,
+                "misses": c.misses,
+                "unmapped": c.unmapped,
+                "referenced_pages": referenced,
+                "dirty_pages": dirty,
+            });
+        }
         doc["time"] = json!({
             "cycles": t.cycles,
             "instructions": t.instructions,
@@ -351,6 +398,25 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
     if systems.iter().any(|s| s.key_stats().is_some()) {
         row("key checks", &|s| s.key_stats().map(|k| k.checks.to_string()).unwrap_or_default());
         row("  key misses", &|s| s.key_stats().map(|k| k.misses.to_string()).unwrap_or_default());
+    }
+    if systems.iter().any(|s| s.mach_stats().is_some()) {
+        let m = |s: &System, f: &dyn Fn(&crate::os::mach3::Mach3Stats) -> u64| {
+            s.mach_stats().map(|m| f(&m).to_string()).unwrap_or_default()
+        };
+        row("kernel references", &|s| m(s, &|m| m.references));
+        row("  ipc, syscalls", &|s| s.mach_stats().map(|m| format!("{}, {}", m.ipc, m.syscalls)).unwrap_or_default());
+        row("misses l1u", &|s| m(s, &|m| m.l1u));
+        row("  l1k, l2, l3", &|s| s.mach_stats().map(|m| format!("{}, {}, {}", m.l1k, m.l2, m.l3)).unwrap_or_default());
+        row("  invalid", &|s| m(s, &|m| m.invalid));
+        row("  kernel nested", &|s| m(s, &|m| m.nested));
+        if systems.iter().any(|s| s.config().ptlb.is_some()) {
+            row("ptlb prefetches", &|s| m(s, &|m| m.ptlb_prefetches));
+            row("  useful", &|s| m(s, &|m| m.ptlb_useful));
+        }
+    }
+    if systems.iter().any(|s| s.stlb_stats().is_some()) {
+        row("stlb lookups", &|s| s.stlb_stats().map(|(l, _)| l.to_string()).unwrap_or_default());
+        row("  hits", &|s| s.stlb_stats().map(|(_, h)| h.to_string()).unwrap_or_default());
     }
     row("cycles", &|s| s.stats().cycles.total().to_string());
     row("  per lookup", &|s| {

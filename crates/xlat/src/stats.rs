@@ -90,6 +90,8 @@ pub struct EventStats {
     pub exits: u64,
     /// IPC messages.
     pub ipcs: u64,
+    /// System calls.
+    pub syscalls: u64,
     /// Markers.
     pub markers: u64,
     /// Thread records (the running thread of the current process changed).

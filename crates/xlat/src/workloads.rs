@@ -28,6 +28,8 @@ pub const KINDS: &[&str] = &["text", "binary", "c_source", "sql", "python", "spa
 pub const PROGRAMS: &[(&str, &str)] = &[
     ("extreme", include_str!("../../../workloads/src/extreme.c")),
     ("ctx-ring", include_str!("../../../workloads/src/ctx-ring.c")),
+    ("mdb", include_str!("../../../workloads/src/mdb.c")),
+    ("bigmsg", include_str!("../../../workloads/src/bigmsg.c")),
 ];
 
 /// The built program `name` of [`PROGRAMS`], compiling it on first use.

@@ -19,7 +19,9 @@
 mod frames;
 pub mod keys;
 pub mod layout;
+pub mod mach3;
 pub mod regions;
+pub mod shadow;
 
 pub use frames::{AllocatorKind, FrameAllocator};
 
@@ -84,6 +86,9 @@ pub struct OsConfig {
     /// Map a reserved block that is not a superpage by one partial-subblock PTE (default false);
     /// needs `reservation`.
     pub partial_subblock: bool,
+    /// The kernel modelled: `linux` (its references are not simulated) or `mach3` (bala94:
+    /// kernel structures and page tables in mapped memory, IPC and system-call paths).
+    pub personality: mach3::Personality,
 }
 
 impl OsConfig {
@@ -167,6 +172,7 @@ impl Default for OsConfig {
             reservation_failure: 0.0,
             superpages: Superpages::None,
             partial_subblock: false,
+            personality: mach3::Personality::Linux,
         }
     }
 }

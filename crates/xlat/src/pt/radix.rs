@@ -36,6 +36,41 @@ pub struct RadixTable {
     /// Paper accounting with entries no larger than a line: every entry read is exactly one
     /// reference and one line, so walks skip the general line tracker.
     one_line_per_read: bool,
+    /// Walk results while the tree is unchanged (see [`WalkMemo`]); empty when the table has
+    /// page-walk caches or line accounting other than one line per read.
+    memo: Box<[WalkMemo]>,
+    /// Changes of the tree (maps, unmaps, removed address spaces) so far: a memoised walk is
+    /// valid while this has not moved.
+    generation: u64,
+}
+
+/// Memoised walks: direct-mapped by (ASID, VPN).
+const MEMO_ENTRIES: usize = 512;
+/// Entries read by the longest walk that is memoised.
+const MEMO_READS: usize = 8;
+
+/// One memoised walk: without page-walk caches and with one line per entry read, a walk is a
+/// function of the tree alone (the entries it reads, then the PTE or nothing), so while the tree
+/// is unchanged ([`RadixTable::generation`]) replaying the reads it recorded gives the walk
+/// record exactly what walking again would.
+#[derive(Clone, Copy, Debug)]
+struct WalkMemo {
+    vpn: u64,
+    asid: u32,
+    reads: u32,
+    /// Generation the entry was made in; `u64::MAX`: empty.
+    generation: u64,
+    result: Option<Pte>,
+    addrs: [u64; MEMO_READS],
+}
+
+const NO_MEMO: WalkMemo =
+    WalkMemo { vpn: 0, asid: 0, reads: 0, generation: u64::MAX, result: None, addrs: [0; MEMO_READS] };
+
+#[inline(always)]
+fn memo_slot(asid: Asid, vpn: Vpn) -> usize {
+    let h = (vpn.0 ^ ((asid.0 as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 55) as usize & (MEMO_ENTRIES - 1)
 }
 
 /// How a walk accounts the entries it reads.
@@ -238,7 +273,8 @@ impl RadixTable {
         }
         let has_pwc = cfg.pwc.iter().any(|&n| n > 0);
         let one_line_per_read = !lines.layout && (cfg.pte_bytes as u64) <= 1u64 << lines.shift;
-        Ok(RadixTable { tree, pwc, has_pwc, lines, one_line_per_read })
+        let memo = if one_line_per_read && !has_pwc { vec![NO_MEMO; MEMO_ENTRIES] } else { Vec::new() };
+        Ok(RadixTable { tree, pwc, has_pwc, lines, one_line_per_read, memo: memo.into_boxed_slice(), generation: 0 })
     }
 
     /// Number of levels.
@@ -253,11 +289,13 @@ impl RadixTable {
 
     /// See [`super::PageTable::map`].
     pub fn map(&mut self, asid: Asid, vpn: Vpn, pte: Pte) {
+        self.generation += 1;
         self.tree.map(asid, vpn, pte);
     }
 
     /// See [`super::PageTable::unmap`].
     pub fn unmap(&mut self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        self.generation += 1;
         let pwc = &mut self.pwc;
         let top = self.tree.top();
         self.tree.unmap(asid, vpn, |k, node| {
@@ -285,6 +323,9 @@ impl RadixTable {
             // No mapping at all in this address space: the walk has no tree to read.
             return None;
         }
+        if !self.memo.is_empty() {
+            return self.walk_memoised(asid, vpn, rec);
+        }
         let (k, node) = self.start(asid, vpn, rec);
         if self.one_line_per_read {
             let mut reads = OneLinePerRead(0);
@@ -297,6 +338,44 @@ impl RadixTable {
             reads.finish(rec);
             r
         }
+    }
+
+    /// [`RadixTable::walk`] of a table without page-walk caches and with one line per entry
+    /// read: replays the memoised walk of (`asid`, `vpn`) if the tree has not changed since it
+    /// was made, else walks and memoises it.
+    #[inline(always)]
+    fn walk_memoised(&mut self, asid: Asid, vpn: Vpn, rec: &mut WalkRecord) -> Option<Pte> {
+        let i = memo_slot(asid, vpn);
+        let m = &self.memo[i];
+        if m.generation == self.generation && m.vpn == vpn.0 && m.asid == asid.0 {
+            let n = m.reads as usize;
+            for &a in &m.addrs[..n] {
+                rec.push_ref(PhysAddr(a));
+            }
+            rec.cache_lines += n as u64;
+            return m.result;
+        }
+        let (refs, lines, first) = (rec.mem_refs, rec.cache_lines, rec.n_addrs as usize);
+        let top = self.tree.top();
+        let root = self.tree.root(asid);
+        let mut reads = OneLinePerRead(0);
+        let r = self.read_down(asid, vpn, top, root, rec, &mut reads);
+        reads.finish(rec);
+        let n = (rec.mem_refs - refs) as usize;
+        // Memoised only when every read was recorded with its address (the record keeps the
+        // first MAX_WALK_REFS of a run of walks) and the walk is short enough to keep.
+        if n <= MEMO_READS && rec.n_addrs as usize - first == n && rec.cache_lines - lines == n as u64 {
+            let m = &mut self.memo[i];
+            m.vpn = vpn.0;
+            m.asid = asid.0;
+            m.reads = n as u32;
+            m.generation = self.generation;
+            m.result = r;
+            for (d, a) in m.addrs.iter_mut().zip(&rec.addrs[first..first + n]) {
+                *d = a.0;
+            }
+        }
+        r
     }
 
     /// Reads one entry per level from level `k` (node `node`) down to the leaf PTE.
@@ -410,6 +489,7 @@ impl RadixTable {
 
     /// See [`super::PageTable::remove_asid`].
     pub fn remove_asid(&mut self, asid: Asid) {
+        self.generation += 1;
         self.tree.remove_asid(asid);
         for c in &mut self.pwc {
             c.invalidate(|e| e.asid == asid.0);
@@ -443,5 +523,72 @@ impl fmt::Debug for RadixTable {
             .field("pwc", &self.pwc.iter().map(|c| c.entries.len()).collect::<Vec<_>>())
             .field("size", &self.size())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Pfn;
+    use crate::pt::NoTlb;
+
+    /// Memoised walks give the record and result of walking the tree again: a table with the
+    /// memo against the same table whose walks always read the tree, over random maps, unmaps,
+    /// removed address spaces and walks (also walks run back to back in one record, past its
+    /// address capacity).
+    #[test]
+    fn memoised_walks_equal_tree_walks() {
+        let cfg = PageTableConfig::default();
+        let mut memo = RadixTable::new(&cfg, PageSize::SIZE_4K).unwrap();
+        assert!(!memo.memo.is_empty());
+        let mut plain = memo.clone();
+        plain.memo = Box::new([]);
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut ra, mut rb) = (WalkRecord::default(), WalkRecord::default());
+        let mut hits = 0;
+        for step in 0..20_000 {
+            let r = next();
+            let asid = Asid((r % 3) as u32);
+            // Pages spread over several leaf nodes and upper-level entries.
+            let vpn = Vpn((r >> 8) % 16 + ((r >> 20) % 2) * 512 + ((r >> 30) % 2) * (1 << 27));
+            match (r >> 40) % 64 {
+                0 => {
+                    let p = Pte::base(Pfn(step), PageSize::SIZE_4K);
+                    memo.map(asid, vpn, p);
+                    plain.map(asid, vpn, p);
+                }
+                1 => assert_eq!(memo.unmap(asid, vpn), plain.unmap(asid, vpn)),
+                2 if step % 97 == 0 => {
+                    memo.remove_asid(asid);
+                    plain.remove_asid(asid);
+                }
+                _ => {
+                    if (r >> 50) % 8 != 0 {
+                        ra.begin_walk();
+                        rb.begin_walk();
+                    }
+                    let before = memo.generation;
+                    let i = memo_slot(asid, vpn);
+                    let cached =
+                        memo.memo[i].generation == before && memo.memo[i].vpn == vpn.0 && memo.memo[i].asid == asid.0;
+                    hits += cached as u32;
+                    let a = memo.walk(asid, vpn, &mut NoTlb, &mut ra);
+                    let b = plain.walk(asid, vpn, &mut NoTlb, &mut rb);
+                    assert_eq!(a, b, "step {step}");
+                    assert_eq!(
+                        (ra.mem_refs, ra.cache_lines, ra.n_addrs, &ra.addrs[..]),
+                        (rb.mem_refs, rb.cache_lines, rb.n_addrs, &rb.addrs[..]),
+                        "step {step}"
+                    );
+                }
+            }
+        }
+        assert!(hits > 1000, "the memo answered {hits} walks");
     }
 }

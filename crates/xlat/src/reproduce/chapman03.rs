@@ -175,7 +175,7 @@ pub fn chapman03(plan: Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Re
             "read".to_string(),
             passes.to_string(),
         ];
-        trace_program(cache, &name, &argv)
+        trace_program(cache, &name, &argv, false)
     };
     for &p in &plan.pages {
         progress(&format!("chapman03: tracing extreme, {} processes, {p} pages", plan.n));
@@ -193,7 +193,7 @@ pub fn chapman03(plan: Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Re
             let name = format!("ctx-ring-n{procs}-k{kb}-r{}-{key}", plan.rounds);
             let argv =
                 vec![ring.to_string_lossy().into_owned(), procs.to_string(), kb.to_string(), plan.rounds.to_string()];
-            let t = trace_program(cache, &name, &argv)?;
+            let t = trace_program(cache, &name, &argv, false)?;
             experiment("table3", procs, kb, t, &mut runs)?;
         }
     }

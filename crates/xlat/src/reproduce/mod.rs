@@ -6,6 +6,7 @@
 //! numbers (never pasted in); where xlat disagrees, the report says so and why. This module holds
 //! what the reproductions share; each paper is a file of its own.
 
+pub mod bala94;
 pub mod chapman03;
 pub mod gray05;
 pub mod talluri95;
@@ -165,10 +166,10 @@ pub(crate) fn run_designs(
     Ok(systems)
 }
 
-/// Traces `argv` (QEMU user mode, docs/tracing.md) into `cache/NAME.xtr`, unless a trace of
-/// that name is there already (the name must say everything that makes it differ). The
-/// program's output goes to `cache/NAME.out`.
-pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String]) -> Result<PathBuf, ReproError> {
+/// Traces `argv` (QEMU user mode, docs/tracing.md; with `children`, the programs it execs too)
+/// into `cache/NAME.xtr`, unless a trace of that name is there already (the name must say
+/// everything that makes it differ). The program's output goes to `cache/NAME.out`.
+pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String], children: bool) -> Result<PathBuf, ReproError> {
     use crate::trace::{TraceReader, TraceWriter};
     let path = cache.join(format!("{name}.xtr"));
     if path.is_file() {
@@ -179,7 +180,7 @@ pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String]) -> Result
     let spec = crate::tracer::TraceSpec {
         command: argv.iter().map(Into::into).collect(),
         backend: crate::tracer::Backend::Qemu,
-        children: false,
+        children,
         quantum: crate::tracer::DEFAULT_QUANTUM,
         stdout: crate::tracer::ProgramOutput::File(cache.join(format!("{name}.out"))),
     };

@@ -234,7 +234,7 @@ pub struct Tlb {
 /// The filter is keyed by the exact base VPN and ASID of a lookup and caches the slot that
 /// answered it and the data returned. A hit through the filter changes no replacement state at
 /// once: under FIFO and random hits change nothing anyway, and under LRU and tree-PLRU the filter
-/// remembers the hit as *pending* with its time. Before anything else looks at or changes the
+/// remembers the hit as *pending* (and which entry was hit last). Before anything else looks at or changes the
 /// replacement state (a hit on another entry, an insertion, a merge, an invalidation),
 /// [`Tlb::commit`] replays the pending hits in the order they happened. Every operation between
 /// two commits is a filter hit, so the replay gives exactly the state that updating on every hit
@@ -252,11 +252,11 @@ struct Filter {
     asid: [u32; 2],
     slot: [u32; 2],
     data: [TlbData; 2],
-    /// Time of the last hit through the filter (0 = none since the last commit).
-    pending: [u64; 2],
-    /// Time of the last use (fill or hit): the entry used less recently is replaced.
-    used: [u64; 2],
-    clock: u64,
+    /// A hit through the entry since the last commit.
+    pending: [bool; 2],
+    /// The entry used (filled or hit) last: the other one, or an empty one, is replaced. When
+    /// both are pending, the other one was hit earlier and is replayed first.
+    last: usize,
     /// Number of entries in use (1 for NRU, else 2).
     width: usize,
 }
@@ -268,9 +268,8 @@ impl Filter {
             asid: [0; 2],
             slot: [NIL; 2],
             data: [TlbData::default(); 2],
-            pending: [0; 2],
-            used: [0; 2],
-            clock: 0,
+            pending: [false; 2],
+            last: 1,
             width: if policy == Policy::Nru { 1 } else { 2 },
         }
     }
@@ -279,8 +278,7 @@ impl Filter {
     fn drop_entry(&mut self, i: usize) {
         self.tag[i] = INVALID;
         self.slot[i] = NIL;
-        self.pending[i] = 0;
-        self.used[i] = 0;
+        self.pending[i] = false;
     }
 
     /// Forgets every entry that points at `slot`.
@@ -296,8 +294,7 @@ impl Filter {
     fn clear(&mut self) {
         self.tag = [INVALID; 2];
         self.slot = [NIL; 2];
-        self.pending = [0; 2];
-        self.used = [0; 2];
+        self.pending = [false; 2];
     }
 }
 
@@ -409,13 +406,15 @@ impl Tlb {
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
         let f = &mut self.filter;
-        for i in 0..2 {
-            if vpn.0 == f.tag[i] && asid.0 == f.asid[i] {
-                f.clock += 1;
-                f.pending[i] = f.clock;
-                f.used[i] = f.clock;
-                return Some(f.data[i]);
-            }
+        // Both entries compared without branching on which one matches (instruction and data
+        // pages alternate between them, which a branch per entry would mispredict).
+        let m0 = (vpn.0 == f.tag[0]) & (asid.0 == f.asid[0]);
+        let m1 = (vpn.0 == f.tag[1]) & (asid.0 == f.asid[1]);
+        if m0 | m1 {
+            let i = !m0 as usize;
+            f.pending[i] = true;
+            f.last = i;
+            return Some(f.data[i]);
         }
         self.lookup_slow(asid, vpn)
     }
@@ -428,14 +427,19 @@ impl Tlb {
         let data = if data.shift == self.cs_shift { self.cs_data(slot, vpn.0) } else { data };
         // Replace the less recently used filter entry (the only one under NRU).
         let f = &mut self.filter;
-        let i = if f.width == 1 || f.used[0] <= f.used[1] { 0 } else { 1 };
-        f.clock += 1;
+        let i = if f.width == 1 || f.tag[0] == INVALID {
+            0
+        } else if f.tag[1] == INVALID {
+            1
+        } else {
+            1 - f.last
+        };
         f.tag[i] = vpn.0;
         f.asid[i] = asid.0;
         f.slot[i] = slot;
         f.data[i] = data;
-        f.used[i] = f.clock;
-        f.pending[i] = 0;
+        f.last = i;
+        f.pending[i] = false;
         Some(data)
     }
 
@@ -471,12 +475,12 @@ impl Tlb {
     #[inline(always)]
     fn commit(&mut self) {
         let p = self.filter.pending;
-        if p[0] == 0 && p[1] == 0 {
+        if !(p[0] | p[1]) {
             return;
         }
-        let order = if p[1] != 0 && (p[0] == 0 || p[1] < p[0]) { [1, 0] } else { [0, 1] };
-        for i in order {
-            if self.filter.pending[i] == 0 {
+        let last = self.filter.last;
+        for i in [1 - last, last] {
+            if !p[i] {
                 continue;
             }
             let slot = self.filter.slot[i];
@@ -487,7 +491,7 @@ impl Tlb {
                 _ => {}
             }
         }
-        self.filter.pending = [0; 2];
+        self.filter.pending = [false; 2];
     }
 
     /// The entry translating base page `vpn` of `asid`, without changing any replacement state.
@@ -760,6 +764,11 @@ impl Tlb {
         let whole =
             |k: u32| TlbData { pfn: pte.pfn.0.wrapping_sub(v & low_bits(k)), shift: (base + k) as u8, valid: 0 };
         let data = match self.format {
+            Format::Single if self.blocks == 0 => {
+                // A base-page entry and no block entry it could merge with: a new entry.
+                let (_, evicted) = self.install(asid, v, 0, whole(0));
+                return Fill { evicted, merged: false };
+            }
             Format::Single => whole(0),
             Format::Superpage if pte.valid == 0 && ps > base => whole(ps - base),
             Format::Superpage => whole(0),

@@ -63,6 +63,8 @@ pub struct EventCounts {
     pub thread: u64,
     /// `Record::Object` (the object of the next map).
     pub object: u64,
+    /// `Record::Syscall`.
+    pub syscall: u64,
 }
 
 impl EventCounts {
@@ -78,6 +80,7 @@ impl EventCounts {
             + self.marker
             + self.thread
             + self.object
+            + self.syscall
     }
 }
 
@@ -206,6 +209,7 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
                         asids.insert(asid);
                     }
                 }
+                Record::Syscall { .. } => t.events.syscall += 1,
                 Record::Object { id, .. } => {
                     t.events.object += 1;
                     *object_maps.entry(id).or_insert(0u64) += 1;

@@ -54,6 +54,24 @@ impl Kind {
     }
 }
 
+/// Kinds of descriptor a [`Record::Syscall`] names.
+pub mod fd_kind {
+    /// No descriptor argument, or not known.
+    pub const NONE: u8 = 0;
+    /// A regular file or device.
+    pub const FILE: u8 = 1;
+    /// A pipe.
+    pub const PIPE: u8 = 2;
+    /// A socket.
+    pub const SOCKET: u8 = 3;
+    /// The low bits hold the kind.
+    pub const KIND_MASK: u8 = 0x0f;
+    /// Flag: the call fills the buffer from the descriptor (read, recv).
+    pub const INTO_BUF: u8 = 0x10;
+    /// Flag: the call sends the buffer to the descriptor (write, send).
+    pub const FROM_BUF: u8 = 0x20;
+}
+
 /// One trace record. Kept small (24 bytes) because batches of them flow through the hot loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -120,6 +138,22 @@ pub enum Record {
         id: u32,
         /// Byte offset in the object of the mapping's first byte.
         offset: u64,
+    },
+    /// The current process makes system call `nr` (the traced architecture's number) on a
+    /// descriptor of kind `fd` ([`fd_kind`]) open on object `object` (0: none or not known),
+    /// with buffer `buf` of `len` bytes (0 if the call has none). A pipe or socket write that
+    /// another traced process reads is followed by an `Ipc` record.
+    Syscall {
+        /// System call number.
+        nr: u16,
+        /// Kind of the descriptor argument and the direction of the data, [`fd_kind`].
+        fd: u8,
+        /// Trace-wide object number of the descriptor's file or pipe (0: none).
+        object: u32,
+        /// Buffer address.
+        buf: u64,
+        /// Buffer length in bytes.
+        len: u64,
     },
     /// The references that follow, until the next `Thread` or switch, are thread `tid`'s, a
     /// thread of the current process (its Linux thread ID when traced; the first thread's equals

@@ -74,6 +74,9 @@ pub mod extension {
     pub const OBJECT: u64 = 2;
     /// What an object is: varint id, varint device, varint inode, UTF-8 path (the rest).
     pub const OBJECT_INFO: u64 = 3;
+    /// `Record::Syscall { nr, fd, object, buf, len }`: five varints. Not counted in the end
+    /// record's total.
+    pub const SYSCALL: u64 = 4;
 }
 
 /// Bit 6 of an access tag: an explicit size follows the delta.
@@ -509,7 +512,11 @@ impl<R: Read> XtrReader<R> {
                     return Err(self.truncated(off));
                 }
                 self.pos = p;
-                if matches!(ty, extension::UNTRACED_EXEC | extension::OBJECT | extension::OBJECT_INFO) && len <= 4096 {
+                if matches!(
+                    ty,
+                    extension::UNTRACED_EXEC | extension::OBJECT | extension::OBJECT_INFO | extension::SYSCALL
+                ) && len <= 4096
+                {
                     self.want(len as usize)?;
                     if self.end - self.pos < len as usize {
                         return Err(self.truncated(off));
@@ -531,6 +538,27 @@ impl<R: Read> XtrReader<R> {
                                 return Err(bad("cut short or id out of range"));
                             }
                             return Ok(Some(Record::Object { id: id as u32, offset }));
+                        }
+                        extension::SYSCALL => {
+                            let bad = |m: &str| TraceError::at_offset(&name, off, format!("syscall record: {m}"));
+                            let mut v = [0u64; 5];
+                            for x in &mut v {
+                                *x = get_varint(payload, &mut q).map_err(bad)?;
+                            }
+                            if q > payload.len()
+                                || v[0] > u16::MAX as u64
+                                || v[1] > u8::MAX as u64
+                                || v[2] > u32::MAX as u64
+                            {
+                                return Err(bad("cut short or a field out of range"));
+                            }
+                            return Ok(Some(Record::Syscall {
+                                nr: v[0] as u16,
+                                fd: v[1] as u8,
+                                object: v[2] as u32,
+                                buf: v[3],
+                                len: v[4],
+                            }));
                         }
                         _ => {
                             let id = get_varint(payload, &mut q).map_err(bad)?;
@@ -746,7 +774,7 @@ fn encode_event(buf: &mut Vec<u8>, r: &Record) {
             buf.push(tag::THREAD);
             put_varint(buf, tid as u64);
         }
-        Record::Object { .. } => unreachable!("written as an extension"),
+        Record::Object { .. } | Record::Syscall { .. } => unreachable!("written as an extension"),
     }
 }
 
@@ -859,16 +887,28 @@ impl<W: Write> TraceWriter for XtrWriter<W> {
                     Record::Access { kind, size, addr } => {
                         p = encode_access(&mut self.buf, p, &mut self.last_addr, &mut self.last_size, kind, size, addr)
                     }
-                    Record::Object { id, offset } => {
+                    Record::Object { .. } | Record::Syscall { .. } => {
                         // An extension record, not counted (older readers skip it).
                         event.clear();
-                        put_varint(&mut event, id as u64);
-                        put_varint(&mut event, offset);
+                        let ty = match *r {
+                            Record::Object { id, offset } => {
+                                put_varint(&mut event, id as u64);
+                                put_varint(&mut event, offset);
+                                extension::OBJECT
+                            }
+                            Record::Syscall { nr, fd, object, buf, len } => {
+                                for v in [nr as u64, fd as u64, object as u64, buf, len] {
+                                    put_varint(&mut event, v);
+                                }
+                                extension::SYSCALL
+                            }
+                            _ => unreachable!(),
+                        };
                         let n = event.len();
                         self.buf[p] = tag::EXTENSION;
                         p += 1;
                         event.insert(0, n as u8);
-                        event.insert(0, extension::OBJECT as u8);
+                        event.insert(0, ty as u8);
                         self.buf[p..p + event.len()].copy_from_slice(&event);
                         p += event.len();
                         objects += 1;

@@ -17,8 +17,9 @@
 //! | `0x08` | `n:u8 path[n]` | the process calls `execve` on `path` (empty if unreadable) |
 //! | `0x09` | | that `execve` failed |
 //! | `0x0b` | `dev:u64 ino:u64 offset:u64 n:u8 path[n]` | the next map maps this object (a file, or shared anonymous memory with device 0) from `offset` |
-//! | `0x0c` | `ino:u64 bytes:u32` | the process writes `bytes` to pipe `ino` (`writev`: 0) |
-//! | `0x0d` | `ino:u64` | the process reads from pipe `ino` |
+//! | `0x0c` | `end:u64 bytes:u32` | the process sends `bytes` to channel end `end` (`writev`, `sendmsg`: 0) |
+//! | `0x0d` | `end:u64` | the process receives from channel end `end` |
+//! | `0x0e` | `nr:u32 fd:u8 dev:u64 ino:u64 buf:u64 len:u64` | a system call; `fd` is the descriptor's kind and the data's direction (`trace::fd_kind`), `dev`/`ino` its object, `buf`/`len` the buffer (0 if none) |
 //! | `0x0a` | | a scheduling point: the process yields or may block (`sched_yield`, a read from a pipe or socket, a wait, a sleep, a poll, a futex wait) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
@@ -50,6 +51,7 @@ const R_YIELD: u8 = 0x0a;
 const R_OBJECT: u8 = 0x0b;
 const R_PIPE_SEND: u8 = 0x0c;
 const R_PIPE_RECV: u8 = 0x0d;
+const R_SYSCALL: u8 = 0x0e;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -130,7 +132,8 @@ pub struct Demux {
     /// Programs exec'd and not traced (`PID PATH`), in order.
     untraced_execs: Vec<String>,
     by_pid: HashMap<u32, u32>,
-    /// The process that last read each pipe (by inode): where a write to it goes.
+    /// The process that last received from each channel end (a pipe's inode, a socket's own
+    /// inode or address): where a message sent to that end goes.
     pipe_readers: HashMap<u64, u32>,
     /// Mapped objects by (device, inode), numbered from 1 in order of first appearance.
     objects: HashMap<(u64, u64), u32>,
@@ -172,6 +175,12 @@ impl Demux {
     fn object(&mut self, dev: u64, ino: u64, path: &[u8]) -> u32 {
         let n = self.object_infos.len() as u32 + 1;
         let id = *self.objects.entry((dev, ino)).or_insert(n);
+        let info = &mut self.object_infos;
+        if id < n && path.first() != Some(&b'/') && info[id as usize - 1].path.starts_with("file:[") {
+            // Seen first by a read or write; a map names its path.
+        } else if id < n && info[id as usize - 1].path.starts_with("file:[") {
+            info[id as usize - 1].path = String::from_utf8_lossy(path).into_owned();
+        }
         if id == n {
             self.object_infos.push(crate::trace::ObjectInfo {
                 id,
@@ -687,7 +696,7 @@ impl StreamDecoder {
                     if i + 13 > p.len() {
                         return Err(self.bad(i, trunc));
                     }
-                    // A message to the process that reads the pipe, once one has.
+                    // A message to the process that receives from that end, once one has.
                     if let Some(&to) = demux.pipe_readers.get(&u64_at(i + 1)) {
                         if to != asid {
                             tmp.push(Record::Ipc { to });
@@ -701,6 +710,28 @@ impl StreamDecoder {
                     }
                     demux.pipe_readers.insert(u64_at(i + 1), asid);
                     i += 9;
+                }
+                R_SYSCALL => {
+                    if i + 38 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let fd = p[i + 5];
+                    let (dev, ino) = (u64_at(i + 6), u64_at(i + 14));
+                    let object = match fd & crate::trace::fd_kind::KIND_MASK {
+                        0 => 0,
+                        k => {
+                            let what = ["", "file", "pipe", "socket"][k.min(3) as usize];
+                            demux.object(dev, ino, format!("{what}:[{ino}]").as_bytes())
+                        }
+                    };
+                    tmp.push(Record::Syscall {
+                        nr: u32_at(i + 1).min(u16::MAX as u32) as u16,
+                        fd,
+                        object,
+                        buf: u64_at(i + 22),
+                        len: u64_at(i + 30),
+                    });
+                    i += 38;
                 }
                 R_YIELD => {
                     // Records of this chunk decoded so far go first.

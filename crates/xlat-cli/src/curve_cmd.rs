@@ -1,0 +1,312 @@
+//! `xlat curve`: the misses of every TLB size and associativity in one pass over a trace. The
+//! work is in `xlat::curve`; this file parses the flags and prints or writes the results.
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Instant;
+use xlat::curve::{self, CurveResult, CurveSpec};
+use xlat::plot::{BarChart, Series};
+use xlat::trace;
+
+#[derive(Args)]
+pub struct CurveArgs {
+    /// The trace file, or `-` for standard input.
+    #[arg(long, short = 't', value_name = "TRACE")]
+    trace: String,
+    /// TLB sizes: a list (`8,16,32,64`) or every size of a range (`1..4096`).
+    #[arg(long, value_name = "SIZES", default_value = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096")]
+    entries: String,
+    /// Associativities: way counts and `full` (fully associative), e.g. `full,1,2,4,8`.
+    #[arg(long, value_name = "WAYS", default_value = "full")]
+    ways: String,
+    /// Replacement policy: lru (stack distances, one pass for all sizes), or fifo, random, nru,
+    /// plru (each size simulated side by side).
+    #[arg(long, default_value = "lru")]
+    policy: String,
+    /// Base page sizes in bytes (suffixes K, M, G), one curve each, e.g. `4096,2M`.
+    #[arg(long, value_name = "BYTES", default_value = "4096")]
+    page_size: String,
+    /// Approximate curve by spatial sampling of pages at this rate (SHARDS), e.g. 0.1.
+    #[arg(long, value_name = "R")]
+    sample: Option<f64>,
+    /// Write the curve as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT.json")]
+    json: Option<String>,
+    /// Write the curve as CSV to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT.csv")]
+    csv: Option<String>,
+    /// Draw the miss ratios to this file (`.svg` or `.png`).
+    #[arg(long, value_name = "OUT.svg|png")]
+    plot: Option<String>,
+    /// Trace format.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "lackey", "xtr", "champsim"])]
+    format: String,
+    /// Stop after this many references.
+    #[arg(long, value_name = "N")]
+    max_refs: Option<u64>,
+    /// No table on standard output and no progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+pub fn cmd_curve(a: CurveArgs) -> Result<()> {
+    super::refuse_overwriting_inputs(
+        &[a.json.as_deref(), a.csv.as_deref(), a.plot.as_deref()],
+        &[Path::new(&a.trace)],
+    )?;
+    let (entries, entries_range) = curve::parse_entries(&a.entries)?;
+    let mut page_sizes = Vec::new();
+    for p in a.page_size.split(',') {
+        let b = super::parse_bytes(p).map_err(|e| anyhow!("--page-size: {e}"))?;
+        if !page_sizes.contains(&b) {
+            page_sizes.push(b);
+        }
+    }
+    let spec = CurveSpec {
+        entries,
+        entries_range,
+        ways: curve::parse_ways(&a.ways)?,
+        policy: curve::parse_policy(&a.policy)?,
+        page_sizes,
+        sample: a.sample,
+        max_refs: a.max_refs,
+        seed: 1,
+    };
+    spec.pairs()?;
+    let plot_kind = match a.plot.as_deref() {
+        None => None,
+        Some(p) if p.ends_with(".svg") => Some(false),
+        Some(p) if p.ends_with(".png") => Some(true),
+        Some(p) => anyhow::bail!("--plot {p}: expected a file name ending in .svg or .png"),
+    };
+    let (mut reader, format) = trace::open::open_reader_inline(&a.trace, super::format_arg(&a.format))?;
+    let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references")
+                .expect("valid template"),
+        );
+        b
+    });
+    let start = Instant::now();
+    let result = curve::curve(reader.as_mut(), &spec, |n| {
+        if let Some(b) = &bar {
+            b.set_position(n);
+        }
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if result.trace.references == 0 {
+        anyhow::bail!(
+            "{}: the trace holds no memory references ({} records skipped, {} events): nothing to simulate",
+            a.trace,
+            result.reader.skipped,
+            result.trace.events
+        );
+    }
+    if let Some(path) = &a.json {
+        let doc = serde_json::to_string_pretty(&to_json(&a.trace, format.name(), &spec, &result, seconds))? + "\n";
+        super::write_output(path, &doc)?;
+    }
+    if let Some(path) = &a.csv {
+        super::write_output(path, &to_csv(&result))?;
+    }
+    if let (Some(path), Some(png)) = (&a.plot, plot_kind) {
+        let chart = chart(&a.trace, &spec, &result);
+        let out = xlat::output::Output::start(path, "");
+        let tmp = out.path().to_path_buf();
+        if png { chart.write_png(&tmp) } else { chart.write_svg(&tmp) }
+            .map_err(anyhow::Error::from)
+            .and_then(|()| out.commit().with_context(|| format!("{path}: cannot write")))?;
+    }
+    let to_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
+    if !a.quiet && !to_stdout {
+        out!("{}", table(&a.trace, &spec, &result));
+        eprintln!(
+            "{} points over {} lookups in {:.2} s ({:.1} M lookups/s)",
+            result.curves.iter().map(|c| c.points.len()).sum::<usize>(),
+            result.trace.lookups,
+            seconds,
+            result.trace.lookups as f64 / seconds.max(1e-9) / 1e6
+        );
+    }
+    Ok(())
+}
+
+fn ratio(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+/// Misses per 1000 instructions (instruction fetches), `None` for a trace without any.
+fn mpki(misses: u64, instructions: u64) -> Option<f64> {
+    (instructions > 0).then(|| misses as f64 * 1000.0 / instructions as f64)
+}
+
+fn points_json(c: &curve::PageCurve, instructions: u64) -> Vec<Value> {
+    c.points
+        .iter()
+        .map(|p| {
+            json!({
+                "entries": p.entries,
+                "ways": p.ways,
+                "misses": p.misses,
+                "miss_ratio": ratio(p.misses, c.lookups),
+                "mpki": mpki(p.misses, instructions),
+                "page_size": c.page_size,
+            })
+        })
+        .collect()
+}
+
+fn to_json(path: &str, format: &str, spec: &CurveSpec, r: &CurveResult, seconds: f64) -> Value {
+    let t = &r.trace;
+    let by_kind: serde_json::Map<String, Value> =
+        trace::Kind::ALL.iter().map(|k| (k.name().to_string(), json!(t.by_kind[*k as usize]))).collect();
+    let first = &r.curves[0];
+    json!({
+        "xlat_version": env!("CARGO_PKG_VERSION"),
+        "trace": {
+            "path": path,
+            "format": format,
+            "references": t.references,
+            "by_kind": by_kind,
+            "instructions": r.instructions(),
+            "lookups": first.lookups,
+            "lookup_page_size": first.page_size,
+            "events": t.events,
+            "clipped_accesses": t.clipped_accesses,
+            "skipped": r.reader.skipped,
+            "stopped_at_max_refs": r.truncated_by_limit,
+        },
+        "policy": spec.policy.name(),
+        "sample": spec.sample,
+        "seconds": seconds,
+        "page_size": first.page_size,
+        "points": points_json(first, r.instructions()),
+        "curves": r.curves.iter().map(|c| json!({
+            "page_size": c.page_size,
+            "lookups": c.lookups,
+            "points": points_json(c, r.instructions()),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn to_csv(r: &CurveResult) -> String {
+    let mut out = String::from("entries,ways,misses,miss_ratio,mpki,page_size\n");
+    for c in &r.curves {
+        for p in &c.points {
+            let m = mpki(p.misses, r.instructions()).map(|v| v.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{}",
+                p.entries,
+                p.ways,
+                p.misses,
+                ratio(p.misses, c.lookups),
+                m,
+                c.page_size
+            );
+        }
+    }
+    out
+}
+
+fn ways_name(e: u32, w: u32) -> String {
+    if e == w {
+        "full".to_string()
+    } else {
+        w.to_string()
+    }
+}
+
+fn table(path: &str, spec: &CurveSpec, r: &CurveResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{path}: {} references ({} instructions), {} policy{}",
+        r.trace.references,
+        r.instructions(),
+        spec.policy.name(),
+        match spec.sample {
+            Some(s) => format!(", sampled at {s} (approximate)"),
+            None => String::new(),
+        }
+    );
+    for c in &r.curves {
+        let _ = writeln!(out, "\npage size {} ({} lookups)", c.page_size, c.lookups);
+        let _ = writeln!(out, "{:>8} {:>6} {:>12} {:>11} {:>10}", "entries", "ways", "misses", "miss ratio", "MPKI");
+        for p in &c.points {
+            let m = mpki(p.misses, r.instructions()).map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "{:>8} {:>6} {:>12} {:>10.4}% {:>10}",
+                p.entries,
+                ways_name(p.entries, p.ways),
+                p.misses,
+                100.0 * ratio(p.misses, c.lookups),
+                m
+            );
+        }
+    }
+    out
+}
+
+/// Miss ratio (%) by size, one bar per associativity and page size. Long ranges keep the
+/// powers of two and the ends, so that the bars stay readable.
+fn chart(path: &str, spec: &CurveSpec, r: &CurveResult) -> BarChart {
+    let mut sizes: Vec<u32> = Vec::new();
+    for c in &r.curves {
+        for p in &c.points {
+            if !sizes.contains(&p.entries) {
+                sizes.push(p.entries);
+            }
+        }
+    }
+    if sizes.len() > 48 {
+        let (lo, hi) = (sizes[0], *sizes.last().expect("non-empty"));
+        sizes.retain(|&e| e.is_power_of_two() || e == lo || e == hi);
+    }
+    let mut series = Vec::new();
+    for c in &r.curves {
+        for w in &spec.ways {
+            let name = match w {
+                curve::Ways::Full => "fully associative".to_string(),
+                curve::Ways::N(n) => format!("{n}-way"),
+            };
+            let name = if r.curves.len() > 1 { format!("{name}, {} KB pages", c.page_size >> 10) } else { name };
+            let values = sizes
+                .iter()
+                .map(|&e| {
+                    let want = match w {
+                        curve::Ways::Full => e,
+                        curve::Ways::N(n) => *n,
+                    };
+                    c.points
+                        .iter()
+                        .find(|p| p.entries == e && p.ways == want)
+                        .map(|p| 100.0 * ratio(p.misses, c.lookups))
+                })
+                .collect();
+            series.push(Series { name, values });
+        }
+    }
+    BarChart {
+        title: format!("TLB miss ratio ({} policy): {path}", spec.policy.name()),
+        x_label: "entries".into(),
+        y_label: "miss ratio (%)".into(),
+        categories: sizes.iter().map(|e| e.to_string()).collect(),
+        series,
+        y_max: None,
+        reference: None,
+    }
+}

@@ -1,0 +1,605 @@
+//! Miss curves: the misses of every TLB size and associativity in one pass over a trace
+//! (`xlat curve`, docs/curve.md).
+//!
+//! Each page size is a *lane* that turns references into page keys exactly as a design's
+//! level-1 TLB sees them (every page an access touches is one lookup, instruction fetches and
+//! data alike, tagged with the running process) and feeds them to:
+//! - LRU, fully associative: one [`stack::FaStack`] (exact LRU stack distances over a Fenwick
+//!   tree of last-use times) gives every size up to the largest asked for;
+//! - LRU, set-associative: one [`stack::SetStacks`] per number of sets, as deep as the widest
+//!   associativity at that set count, gives every associativity of that set count;
+//! - other policies: one engine [`Tlb`] per requested size, side by side.
+//!
+//! Unmaps and exits invalidate the pages they remove, as the engine's shootdowns do; the stacks
+//! model invalid entries exactly (see [`stack`]). Flush-on-switch ASIDs and the OS's own
+//! mappings (superpages, layouts, regions) are outside what a curve models: it is the curve of a
+//! single-level TLB with tagged ASIDs and base-page entries, the default design.
+//!
+//! With a sampling rate `R` ([`CurveSpec::sample`]), fully associative points use spatial
+//! sampling of pages (SHARDS): only pages whose key hashes below `R` are tracked, a sampled
+//! stack distance `d` stands for `1 + (d - 1) / R`, and misses are scaled from the sampled lookups to all
+//! of them; sizes up to [`NEAR`] entries stay exact (every page goes through a list that deep),
+//! where SHARDS is least accurate. Set-associative points sample whole sets instead (a set's behaviour needs all its
+//! pages); when fewer than 4 sets would be sampled, they are computed exactly.
+
+pub mod stack;
+
+use crate::addr::PageSize;
+use crate::addr::{Asid, Pfn, Vpn};
+use crate::engine::TraceCounts;
+use crate::pt::{ParamError, Pte};
+use crate::tlb::{Geometry, Policy, Tlb};
+use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
+use stack::{FaStack, SetStacks};
+
+/// An associativity asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ways {
+    /// Fully associative: as many ways as entries.
+    Full,
+    /// This many ways per set.
+    N(u32),
+}
+
+/// What to compute.
+#[derive(Clone, Debug)]
+pub struct CurveSpec {
+    /// TLB sizes (entries), in output order.
+    pub entries: Vec<u32>,
+    /// True when `entries` is a range (`A..B`): sizes a ways value cannot divide into a
+    /// power-of-two number of sets are skipped for that value instead of rejected.
+    pub entries_range: bool,
+    /// Associativities, in output order.
+    pub ways: Vec<Ways>,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// Base page sizes in bytes, one curve each.
+    pub page_sizes: Vec<u64>,
+    /// Spatial sampling rate in (0, 1]; `None`: exact.
+    pub sample: Option<f64>,
+    /// Stop after this many references.
+    pub max_refs: Option<u64>,
+    /// Seed of the random policy (the engine's default is 1).
+    pub seed: u64,
+}
+
+/// One (entries, ways) pair's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    /// TLB entries.
+    pub entries: u32,
+    /// Ways per set (`entries` for fully associative).
+    pub ways: u32,
+    /// Misses (estimated when sampled).
+    pub misses: u64,
+}
+
+/// The curve of one page size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageCurve {
+    /// Page size in bytes.
+    pub page_size: u64,
+    /// Lookups (pages touched, one per page an access spans).
+    pub lookups: u64,
+    /// One point per valid (entries, ways) pair, entries-major in the order asked for.
+    pub points: Vec<Point>,
+}
+
+/// A curve run's result.
+#[derive(Clone, Debug)]
+pub struct CurveResult {
+    /// Trace counts (`lookups` at the first page size).
+    pub trace: TraceCounts,
+    /// What the reader consumed and skipped.
+    pub reader: ReaderStats,
+    /// True if `max_refs` stopped the run before the trace ended.
+    pub truncated_by_limit: bool,
+    /// One curve per page size, in the order asked for.
+    pub curves: Vec<PageCurve>,
+}
+
+impl CurveResult {
+    /// Instructions: the trace's instruction fetches (the MPKI denominator).
+    pub fn instructions(&self) -> u64 {
+        self.trace.by_kind[Kind::Ifetch as usize]
+    }
+}
+
+/// Why a curve could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum CurveError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A parameter is unusable.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// More processes than the page keys can tell apart.
+    #[error("the trace has more than {0} processes, more than a curve at this page size can tell apart")]
+    Processes(u32),
+}
+
+/// Parses `--entries`: a comma list of sizes (`8,16,32`), or a range `A..B` (every size from A to
+/// B inclusive). Returns the sizes and whether it was a range.
+pub fn parse_entries(s: &str) -> Result<(Vec<u32>, bool), ParamError> {
+    let bad = |what: &str| {
+        ParamError::new(
+            "--entries",
+            format!("expected sizes like 8,16,32,64 or a range like 1..4096, got '{s}' ({what})"),
+        )
+    };
+    let num = |t: &str| -> Result<u32, ParamError> {
+        let n: u32 = t.trim().parse().map_err(|_| bad(&format!("'{}' is not a number", t.trim())))?;
+        if n == 0 {
+            return Err(bad("a TLB has at least 1 entry"));
+        }
+        Ok(n)
+    };
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (num(a)?, num(b.trim_start_matches('='))?);
+        if a > b {
+            return Err(bad("the range is empty"));
+        }
+        if b > 1 << 20 {
+            return Err(bad("at most 1048576 entries"));
+        }
+        return Ok(((a..=b).collect(), true));
+    }
+    let mut v = Vec::new();
+    for t in s.split(',') {
+        let n = num(t)?;
+        if n > 1 << 20 {
+            return Err(bad("at most 1048576 entries"));
+        }
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    Ok((v, false))
+}
+
+/// Parses `--ways`: a comma list of way counts and `full`.
+pub fn parse_ways(s: &str) -> Result<Vec<Ways>, ParamError> {
+    let mut v = Vec::new();
+    for t in s.split(',').map(str::trim) {
+        let w = if t == "full" {
+            Ways::Full
+        } else {
+            match t.parse::<u32>() {
+                Ok(0) => return Err(ParamError::new("--ways", "0 ways: a set has at least 1 way")),
+                Ok(n) => Ways::N(n),
+                Err(_) => {
+                    return Err(ParamError::new(
+                        "--ways",
+                        format!("expected way counts and `full` like full,1,2,4,8, got '{t}'"),
+                    ))
+                }
+            }
+        };
+        if !v.contains(&w) {
+            v.push(w);
+        }
+    }
+    Ok(v)
+}
+
+/// Parses `--policy`.
+pub fn parse_policy(s: &str) -> Result<Policy, ParamError> {
+    [Policy::Lru, Policy::Fifo, Policy::Random, Policy::Nru, Policy::Plru]
+        .into_iter()
+        .find(|p| p.name() == s)
+        .ok_or_else(|| {
+            ParamError::new("--policy", format!("unknown policy '{s}': expected lru, fifo, random, nru or plru"))
+        })
+}
+
+impl CurveSpec {
+    /// The (entries, ways) pairs to compute, checked: entries-major, in the order asked for.
+    pub fn pairs(&self) -> Result<Vec<(u32, u32)>, ParamError> {
+        if self.entries.is_empty() {
+            return Err(ParamError::new("--entries", "no size given"));
+        }
+        if self.ways.is_empty() {
+            return Err(ParamError::new("--ways", "no associativity given"));
+        }
+        let mut pairs = Vec::new();
+        let mut used = vec![false; self.ways.len()];
+        for &e in &self.entries {
+            let first = pairs.len();
+            for (i, w) in self.ways.iter().enumerate() {
+                let w = match *w {
+                    Ways::Full => e,
+                    Ways::N(n) => n,
+                };
+                let sets = e / w.max(1);
+                let why = if w > e {
+                    Some(format!("{w} ways exceed {e} entries"))
+                } else if e % w != 0 {
+                    Some(format!("{w} ways do not divide {e} entries"))
+                } else if !sets.is_power_of_two() {
+                    Some(format!("{e} entries of {w} ways make {sets} sets, expected a power of two"))
+                } else if self.policy == Policy::Plru && !w.is_power_of_two() {
+                    Some(format!("plru needs a power-of-two number of ways, got {w}"))
+                } else {
+                    None
+                };
+                match why {
+                    None => {
+                        used[i] = true;
+                        // `full` and an explicit way count can name the same pair: once.
+                        if !pairs[first..].contains(&(e, w)) {
+                            pairs.push((e, w));
+                        }
+                    }
+                    Some(msg) if !self.entries_range => return Err(ParamError::new("--ways", msg)),
+                    Some(_) => {}
+                }
+            }
+        }
+        if let Some(i) = used.iter().position(|u| !u) {
+            let w = match self.ways[i] {
+                Ways::Full => "full".to_string(),
+                Ways::N(n) => n.to_string(),
+            };
+            return Err(ParamError::new(
+                "--ways",
+                format!("{w} ways fit none of the sizes of --entries (ways must divide entries into a power-of-two number of sets)"),
+            ));
+        }
+        if self.page_sizes.is_empty() {
+            return Err(ParamError::new("--page-size", "no page size given"));
+        }
+        for &p in &self.page_sizes {
+            if !p.is_power_of_two() || !(1024..=(1 << 40)).contains(&p) {
+                return Err(ParamError::new(
+                    "--page-size",
+                    format!("expected a power of two from 1024 to 2^40 bytes, got {p}"),
+                ));
+            }
+        }
+        if let Some(r) = self.sample {
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(ParamError::new("--sample", format!("expected a rate in (0, 1], got {r}")));
+            }
+            if self.policy != Policy::Lru {
+                return Err(ParamError::new(
+                    "--sample",
+                    format!(
+                        "sampling applies to LRU stack distances; policy {} is simulated exactly",
+                        self.policy.name()
+                    ),
+                ));
+            }
+        }
+        Ok(pairs)
+    }
+}
+
+/// A hash of a key, uniform over `u64` (for sampling).
+#[inline(always)]
+fn mix(k: u64) -> u64 {
+    let mut x = k.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The fully associative LRU stack of a lane, with its sampling filter.
+struct FaLane {
+    stack: FaStack,
+    /// Keys whose hash is below this are tracked (`u64::MAX`: all).
+    threshold: u64,
+    /// Lookups tracked.
+    tracked: u64,
+    /// Cache of the last key's sampling decision.
+    last: u64,
+    last_in: bool,
+    /// Sampled curves: the exact stack of every page, [`NEAR`] deep, for the small sizes.
+    near: Option<SetStacks>,
+}
+
+/// Sizes up to this are exact in sampled curves (their distances come from a list this deep).
+pub const NEAR: u32 = 32;
+
+/// Per-set stacks of one set count, with its set-sampling filter.
+struct SetLane {
+    sets: u32,
+    stacks: SetStacks,
+    /// Sampled sets (empty: every set).
+    sampled: Vec<bool>,
+    tracked: u64,
+}
+
+/// Everything computed at one page size.
+struct Lane {
+    page_size: PageSize,
+    shift: u32,
+    /// Keys are `vpn | dense_asid << asid_shift`.
+    asid_shift: u32,
+    /// Dense index -> ASID.
+    asids: Vec<u32>,
+    max_asids: u32,
+    cur: u64,
+    cur_asid: u32,
+    lookups: u64,
+    fa: Option<FaLane>,
+    sets: Vec<SetLane>,
+    /// Other policies: (entries, ways, TLB, misses).
+    tlbs: Vec<(u32, u32, Tlb, u64)>,
+    rate: f64,
+}
+
+impl Lane {
+    fn new(spec: &CurveSpec, pairs: &[(u32, u32)], page_bytes: u64) -> Lane {
+        let page_size = PageSize::from_bytes(page_bytes).expect("validated");
+        let shift = page_size.shift();
+        let asid_shift = 64 - shift;
+        let max_asids = (1u32 << shift.min(20)) - 2;
+        let rate = spec.sample.unwrap_or(1.0);
+        let threshold = if spec.sample.is_some() && rate < 1.0 { (rate * u64::MAX as f64) as u64 } else { u64::MAX };
+        let (mut fa, mut sets, mut tlbs) = (None, Vec::<SetLane>::new(), Vec::new());
+        if spec.policy == Policy::Lru {
+            let fa_max = pairs.iter().filter(|(e, w)| e == w).map(|p| p.0).max();
+            fa = fa_max.map(|m| FaLane {
+                stack: FaStack::new(m),
+                threshold,
+                tracked: 0,
+                last: stack::EMPTY,
+                last_in: false,
+                near: (threshold != u64::MAX).then(|| SetStacks::new(1, NEAR.min(m))),
+            });
+            for &(e, w) in pairs.iter().filter(|(e, w)| e != w) {
+                let s = e / w;
+                match sets.iter_mut().find(|l| l.sets == s) {
+                    Some(l) => {
+                        if w as usize + 2 > l.stacks.hist.len() {
+                            l.stacks = SetStacks::new(s, w);
+                        }
+                    }
+                    None => {
+                        let k = (s as f64 * rate).round() as u32;
+                        let sampled = if rate < 1.0 && k >= 4 {
+                            (0..s).map(|i| mix(i as u64 ^ 0x5e75) < threshold).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        sets.push(SetLane { sets: s, stacks: SetStacks::new(s, w), sampled, tracked: 0 });
+                    }
+                }
+            }
+        } else {
+            for &(e, w) in pairs {
+                let g = Geometry { entries: e, ways: w, policy: spec.policy, seed: spec.seed };
+                tlbs.push((e, w, Tlb::new(g, page_size).expect("validated geometry"), 0));
+            }
+        }
+        Lane {
+            page_size,
+            shift,
+            asid_shift,
+            asids: vec![0],
+            max_asids,
+            cur: 0,
+            cur_asid: 0,
+            lookups: 0,
+            fa,
+            sets,
+            tlbs,
+            rate,
+        }
+    }
+
+    fn dense(&mut self, asid: u32) -> Result<u64, CurveError> {
+        if let Some(i) = self.asids.iter().position(|&a| a == asid) {
+            return Ok(i as u64);
+        }
+        if self.asids.len() as u32 >= self.max_asids {
+            return Err(CurveError::Processes(self.max_asids));
+        }
+        self.asids.push(asid);
+        Ok(self.asids.len() as u64 - 1)
+    }
+
+    fn process(&mut self, batch: &[Record]) -> Result<(), CurveError> {
+        let shift = self.shift;
+        for r in batch {
+            match *r {
+                Record::Access { size, addr, .. } => {
+                    let first = addr >> shift;
+                    let last = addr.saturating_add(size.max(1) as u64 - 1) >> shift;
+                    self.lookups += last - first + 1;
+                    for vpn in first..=last {
+                        self.lookup(vpn);
+                    }
+                }
+                Record::Process { asid } | Record::ContextSwitch { asid } if asid != self.cur_asid => {
+                    self.cur = self.dense(asid)? << self.asid_shift;
+                    self.cur_asid = asid;
+                }
+                Record::Unmap { start, len } if len > 0 => {
+                    let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);
+                    let (cur, mask) = (self.cur, (1u64 << self.asid_shift) - 1);
+                    self.invalidate(Asid(self.cur_asid), lo, hi, move |k| {
+                        k & !mask == cur && (lo..=hi).contains(&(k & mask))
+                    });
+                }
+                Record::Exit { asid } => {
+                    let d = self.dense(asid)? << self.asid_shift;
+                    let mask = (1u64 << self.asid_shift) - 1;
+                    self.invalidate(Asid(asid), 0, u64::MAX, move |k| k & !mask == d);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// One lookup of page `vpn` of the running process.
+    #[inline(always)]
+    fn lookup(&mut self, vpn: u64) {
+        let key = vpn | self.cur;
+        if let Some(fa) = &mut self.fa {
+            if fa.threshold == u64::MAX {
+                fa.stack.access(key);
+            } else {
+                fa.near.as_mut().expect("sampled").access(key);
+                if key != fa.last {
+                    fa.last = key;
+                    fa.last_in = mix(key) < fa.threshold;
+                }
+                if fa.last_in {
+                    fa.tracked += 1;
+                    fa.stack.access(key);
+                }
+            }
+        }
+        for s in &mut self.sets {
+            if s.sampled.is_empty() || s.sampled[s.stacks.set_of(key)] {
+                s.tracked += 1;
+                s.stacks.access(key);
+            }
+        }
+        for (_, _, tlb, misses) in &mut self.tlbs {
+            let (asid, v) = (Asid(self.cur_asid), Vpn(vpn));
+            if tlb.lookup(asid, v).is_none() {
+                *misses += 1;
+                tlb.fill(asid.0, v, Pte { pfn: Pfn(vpn), size: self.page_size, valid: 0 });
+            }
+        }
+    }
+
+    /// Invalidates pages `lo..=hi` of `asid` (`f` selects their keys).
+    fn invalidate(&mut self, asid: Asid, lo: u64, hi: u64, f: impl Fn(u64) -> bool + Copy) {
+        if let Some(fa) = &mut self.fa {
+            for k in fa.stack.keys_where(f) {
+                fa.stack.invalidate(k);
+            }
+            fa.last = stack::EMPTY;
+        }
+        for s in &mut self.sets {
+            s.stacks.invalidate_where(f);
+        }
+        for (_, _, tlb, _) in &mut self.tlbs {
+            tlb.invalidate_range(asid, Vpn(lo), Vpn(hi));
+        }
+    }
+
+    fn finish(self, pairs: &[(u32, u32)]) -> PageCurve {
+        let scale = |tracked: u64, misses: f64| -> u64 {
+            if tracked == 0 {
+                0
+            } else {
+                (misses * self.lookups as f64 / tracked as f64).round() as u64
+            }
+        };
+        let points = pairs
+            .iter()
+            .map(|&(e, w)| {
+                let misses = if let Some((_, _, _, m)) = self.tlbs.iter().find(|t| t.0 == e && t.1 == w) {
+                    *m
+                } else if e == w {
+                    let fa = self.fa.as_ref().expect("an FA stack for FA pairs");
+                    let h = &fa.stack.hist;
+                    if fa.threshold == u64::MAX {
+                        self.lookups - h[1..=e as usize].iter().sum::<u64>()
+                    } else if e <= NEAR {
+                        self.lookups - fa.near.as_ref().expect("sampled").hist[1..=e as usize].iter().sum::<u64>()
+                    } else {
+                        // A sampled distance d counts the page itself and d - 1 sampled pages
+                        // between its uses, which stand for (d - 1) / R pages: a hit at size e
+                        // when 1 + (d - 1) / R <= e.
+                        let reach = ((1.0 + (e - 1) as f64 * self.rate + 1e-9).floor() as usize).min(h.len() - 2);
+                        let hits: u64 = h[1..=reach].iter().sum();
+                        scale(fa.tracked, (fa.tracked - hits) as f64)
+                    }
+                } else {
+                    let s = self.sets.iter().find(|s| s.sets == e / w).expect("stacks for each set count");
+                    let hits: u64 = s.stacks.hist[1..=w as usize].iter().sum();
+                    scale(s.tracked, (s.tracked - hits) as f64)
+                };
+                Point { entries: e, ways: w, misses }
+            })
+            .collect();
+        PageCurve { page_size: self.page_size.bytes(), lookups: self.lookups, points }
+    }
+}
+
+/// Computes the curves of `spec` in one pass over `reader` (read on its own thread). `progress`
+/// is called after each batch with the references done so far.
+pub fn curve(
+    reader: &mut dyn TraceReader,
+    spec: &CurveSpec,
+    mut progress: impl FnMut(u64),
+) -> Result<CurveResult, CurveError> {
+    use std::sync::mpsc;
+    let pairs = spec.pairs()?;
+    let mut lanes: Vec<Lane> = spec.page_sizes.iter().map(|&p| Lane::new(spec, &pairs, p)).collect();
+    let max = spec.max_refs.unwrap_or(u64::MAX);
+    let shift = spec.page_sizes[0].trailing_zeros();
+    let mut counts = TraceCounts { lookup_page_size: spec.page_sizes[0], ..TraceCounts::default() };
+    let truncated = std::thread::scope(|scope| -> Result<bool, CurveError> {
+        type Msg = Result<(Vec<Record>, usize, TraceCounts), TraceError>;
+        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Record>>();
+        let reader = &mut *reader;
+        let mut c = counts;
+        let reader_thread = scope.spawn(move || -> bool {
+            loop {
+                let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                if c.references == max {
+                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
+                }
+                match reader.read_batch(&mut buf, BATCH) {
+                    Ok(0) => return false,
+                    Ok(_) => {
+                        let mut n = buf.len();
+                        let mut cut = false;
+                        for (i, r) in buf.iter().enumerate() {
+                            if let Record::Access { kind, size, addr } = *r {
+                                if c.references == max {
+                                    n = i;
+                                    cut = true;
+                                    break;
+                                }
+                                c.references += 1;
+                                c.by_kind[kind as usize] += 1;
+                                let end = match addr.checked_add(size.max(1) as u64 - 1) {
+                                    Some(end) => end,
+                                    None => {
+                                        c.clipped_accesses += 1;
+                                        u64::MAX
+                                    }
+                                };
+                                c.lookups += (end >> shift) - (addr >> shift) + 1;
+                            } else {
+                                c.events += 1;
+                            }
+                        }
+                        if full_tx.send(Ok((buf, n, c))).is_err() {
+                            return false;
+                        }
+                        if cut {
+                            return true;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        return false;
+                    }
+                }
+            }
+        });
+        for msg in full_rx.iter() {
+            let (batch, n, c) = msg?;
+            for lane in &mut lanes {
+                lane.process(&batch[..n])?;
+            }
+            counts = c;
+            progress(counts.references);
+            let _ = empty_tx.send(batch);
+        }
+        Ok(reader_thread.join().unwrap_or(false))
+    })?;
+    let curves = lanes.into_iter().map(|l| l.finish(&pairs)).collect();
+    Ok(CurveResult { trace: counts, reader: reader.stats(), truncated_by_limit: truncated, curves })
+}

@@ -1,0 +1,405 @@
+//! LRU stack distances: one pass gives the misses of every TLB size at once.
+//!
+//! [`FaStack`] is the fully associative stack: each resident page holds the *stamp* (time) of its
+//! last use, a Fenwick tree counts occupied stamps, and a page's stack distance is the number of
+//! stamps at or after its own. The time axis is compacted when it fills, so memory follows the
+//! footprint (pages and holes), not the trace length.
+//!
+//! [`SetStacks`] keeps one short stack per set for a given number of sets, as deep as the widest
+//! associativity asked for at that set count.
+//!
+//! Both model invalidations exactly with *holes*: an invalidated entry leaves a hole at its stack
+//! position, which is what an empty way is in a real TLB of every size that held it. A reference
+//! at depth `d` (infinite for a miss) with the topmost hole at `h < d` fills that hole instead of
+//! pushing the stack down below it: the entries above `h` move down one, the hole is consumed, and
+//! a hit leaves a hole at its old position `d`. For every size `C` this is exactly LRU with
+//! invalid ways filled first: sizes with `C < h` evict their least recently used entry, sizes with
+//! `h <= C < d` fill their empty way, sizes with `C >= d` hit and keep their hole.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// No page (an empty slot or stamp).
+pub(crate) const EMPTY: u64 = u64::MAX;
+/// An invalidated entry.
+pub(crate) const HOLE: u64 = u64::MAX - 1;
+
+/// A multiplicative hash of one `u64` key (no string hashing, no per-process random state).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, k: u64) {
+        let x = (k ^ (k >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        self.0 = x ^ (x >> 32);
+    }
+}
+
+type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
+
+/// The exact LRU stack of a fully associative TLB of every size up to `max` entries.
+#[derive(Clone, Debug)]
+pub(crate) struct FaStack {
+    /// Page -> stamp of its last use.
+    map: KeyMap,
+    /// Fenwick tree over stamps (1-based internally): 1 where a page or a hole holds the stamp.
+    tree: Vec<u32>,
+    /// What holds each stamp: a key, [`HOLE`] or [`EMPTY`].
+    owner: Vec<u64>,
+    /// Next stamp.
+    now: u32,
+    /// Occupied stamps (pages and holes).
+    live: u32,
+    /// Stamps of holes.
+    holes: BTreeSet<u32>,
+    /// The two most recently used pages, most recent first (valid only while there are no
+    /// holes): a hit at depth 1 or 2 is answered without touching the tree. `swapped` says that
+    /// the map's stamps of these two are in the opposite order (fixed by [`FaStack::settle`]).
+    top: [u64; 2],
+    swapped: bool,
+    /// `hist[d]`: references at stack distance `d` (1-based) for `d <= max`; `hist[max + 1]`:
+    /// deeper or first references.
+    pub hist: Vec<u64>,
+    max: u32,
+}
+
+impl FaStack {
+    /// A stack that resolves distances up to `max`.
+    pub(crate) fn new(max: u32) -> FaStack {
+        let cap = 1024;
+        FaStack {
+            map: KeyMap::default(),
+            tree: vec![0; cap + 1],
+            owner: vec![EMPTY; cap],
+            now: 0,
+            live: 0,
+            holes: BTreeSet::new(),
+            top: [EMPTY; 2],
+            swapped: false,
+            hist: vec![0; max as usize + 2],
+            max,
+        }
+    }
+
+    /// One reference to `key`.
+    #[inline(always)]
+    pub(crate) fn access(&mut self, key: u64) {
+        if key == self.top[0] {
+            self.hist[1] += 1;
+        } else if key == self.top[1] {
+            self.hist[2] += 1;
+            self.top.swap(0, 1);
+            self.swapped = !self.swapped;
+        } else {
+            self.access_slow(key);
+        }
+    }
+
+    /// Puts the stamps of the top two pages back in their order.
+    #[inline(always)]
+    fn settle(&mut self) {
+        if self.swapped {
+            self.swapped = false;
+            let [a, b] = self.top;
+            let (sa, sb) = (self.map[&a], self.map[&b]);
+            self.map.insert(a, sb);
+            self.map.insert(b, sa);
+            self.owner[sb as usize] = a;
+            self.owner[sa as usize] = b;
+        }
+    }
+
+    #[inline(never)]
+    fn access_slow(&mut self, key: u64) {
+        self.settle();
+        let old = self.map.get(&key).copied();
+        let depth = match old {
+            Some(t) => self.live - self.prefix(t),
+            None => u32::MAX,
+        };
+        self.hist[depth.min(self.max + 1) as usize] += 1;
+        // The topmost hole above the page (or anywhere, for a miss) is filled.
+        let hole = self.holes.last().copied().filter(|&h| old.map_or(true, |t| h > t));
+        match (hole, old) {
+            (Some(h), Some(t)) => {
+                self.holes.remove(&h);
+                self.add(h, -1);
+                self.owner[h as usize] = EMPTY;
+                self.holes.insert(t);
+                self.owner[t as usize] = HOLE;
+                self.live -= 1;
+            }
+            (Some(h), None) => {
+                self.holes.remove(&h);
+                self.add(h, -1);
+                self.owner[h as usize] = EMPTY;
+                self.live -= 1;
+            }
+            (None, Some(t)) => {
+                self.add(t, -1);
+                self.owner[t as usize] = EMPTY;
+                self.live -= 1;
+            }
+            (None, None) => {}
+        }
+        if self.now as usize == self.owner.len() {
+            self.compact();
+        }
+        let s = self.now;
+        self.now += 1;
+        self.add(s, 1);
+        self.live += 1;
+        self.owner[s as usize] = key;
+        self.map.insert(key, s);
+        if self.holes.is_empty() {
+            self.top = [key, if depth == 1 { EMPTY } else { self.top[0] }];
+            if self.top[1] != EMPTY && !self.map.contains_key(&self.top[1]) {
+                self.top[1] = EMPTY;
+            }
+        } else {
+            self.top = [EMPTY; 2];
+        }
+    }
+
+    /// Invalidates `key` if present: it leaves a hole.
+    pub(crate) fn invalidate(&mut self, key: u64) {
+        self.settle();
+        self.top = [EMPTY; 2];
+        if let Some(t) = self.map.remove(&key) {
+            self.owner[t as usize] = HOLE;
+            self.holes.insert(t);
+        }
+    }
+
+    /// Every key present for which `f` holds (for range invalidations; allocates).
+    pub(crate) fn keys_where(&self, f: impl Fn(u64) -> bool) -> Vec<u64> {
+        self.map.keys().copied().filter(|&k| f(k)).collect()
+    }
+
+    /// Occupied stamps before `t`.
+    #[inline(always)]
+    fn prefix(&self, t: u32) -> u32 {
+        let mut i = t as usize;
+        let mut s = 0;
+        while i > 0 {
+            s += self.tree[i];
+            i &= i - 1;
+        }
+        s
+    }
+
+    #[inline(always)]
+    fn add(&mut self, t: u32, v: i32) {
+        let mut i = t as usize + 1;
+        let n = self.tree.len();
+        while i < n {
+            self.tree[i] = self.tree[i].wrapping_add_signed(v);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Renumbers the occupied stamps from 0 in order (growing the axis if more than half of it
+    /// is occupied) and rebuilds the tree.
+    #[cold]
+    fn compact(&mut self) {
+        let mut cap = self.owner.len();
+        while self.live as usize * 2 > cap {
+            cap *= 2;
+        }
+        let mut owner = vec![EMPTY; cap];
+        let mut holes = BTreeSet::new();
+        let mut n = 0u32;
+        for &k in &self.owner[..self.now as usize] {
+            if k == EMPTY {
+                continue;
+            }
+            owner[n as usize] = k;
+            if k == HOLE {
+                holes.insert(n);
+            } else {
+                *self.map.get_mut(&k).expect("owner of a stamp is mapped") = n;
+            }
+            n += 1;
+        }
+        debug_assert_eq!(n, self.live);
+        // Linear-time Fenwick build: ones at 1..=n, each node passed on to its parent.
+        let mut tree = vec![0u32; cap + 1];
+        tree[1..=n as usize].fill(1);
+        for i in 1..=cap {
+            let j = i + (i & i.wrapping_neg());
+            if j <= cap {
+                tree[j] += tree[i];
+            }
+        }
+        self.owner = owner;
+        self.tree = tree;
+        self.holes = holes;
+        self.now = n;
+    }
+}
+
+/// Per-set LRU stacks for one number of sets (a power of two), `depth` entries deep.
+#[derive(Clone, Debug)]
+pub(crate) struct SetStacks {
+    /// `sets * depth` keys, each set most recent first; [`EMPTY`] at the tail, [`HOLE`]s anywhere.
+    slots: Vec<u64>,
+    mask: u64,
+    depth: usize,
+    /// Holes anywhere (else the hole search is skipped).
+    holes: u64,
+    /// `hist[d]`: references at distance `d` within their set; `hist[depth + 1]`: deeper or first.
+    pub hist: Vec<u64>,
+}
+
+impl SetStacks {
+    pub(crate) fn new(sets: u32, depth: u32) -> SetStacks {
+        SetStacks {
+            slots: vec![EMPTY; sets as usize * depth as usize],
+            mask: sets as u64 - 1,
+            depth: depth as usize,
+            holes: 0,
+            hist: vec![0; depth as usize + 2],
+        }
+    }
+
+    /// The set of `key` (its page number's low bits, as the TLB indexes it).
+    #[inline(always)]
+    pub(crate) fn set_of(&self, key: u64) -> usize {
+        (key & self.mask) as usize
+    }
+
+    #[inline(always)]
+    pub(crate) fn access(&mut self, key: u64) {
+        let set = self.set_of(key);
+        let s = &mut self.slots[set * self.depth..(set + 1) * self.depth];
+        if s[0] == key {
+            self.hist[1] += 1;
+            return;
+        }
+        let pos = s.iter().position(|&k| k == key);
+        let end = pos.unwrap_or(self.depth);
+        self.hist[end + 1] += 1;
+        let hole = if self.holes > 0 { s[..end].iter().position(|&k| k == HOLE) } else { None };
+        match hole {
+            Some(h) => {
+                s.copy_within(0..h, 1);
+                self.holes -= 1;
+                if let Some(p) = pos {
+                    s[p] = HOLE;
+                    self.holes += 1;
+                }
+            }
+            None => {
+                let end = end.min(self.depth - 1);
+                if let Some(&HOLE) = s.get(end).filter(|_| pos.is_none()) {
+                    self.holes -= 1; // a hole at the bottom falls off
+                }
+                s.copy_within(0..end, 1);
+            }
+        }
+        s[0] = key;
+    }
+
+    /// Invalidates every key for which `f` holds.
+    pub(crate) fn invalidate_where(&mut self, f: impl Fn(u64) -> bool) {
+        for k in &mut self.slots {
+            if *k != EMPTY && *k != HOLE && f(*k) {
+                *k = HOLE;
+                self.holes += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain LRU list of `cap` entries with invalid entries filled first.
+    struct Lru {
+        cap: usize,
+        v: Vec<u64>,
+    }
+    impl Lru {
+        fn access(&mut self, k: u64) -> bool {
+            if let Some(p) = self.v.iter().position(|&x| x == k) {
+                self.v.remove(p);
+                self.v.insert(0, k);
+                return true;
+            }
+            if self.v.len() == self.cap {
+                self.v.pop();
+            }
+            self.v.insert(0, k);
+            false
+        }
+        fn invalidate(&mut self, k: u64) {
+            self.v.retain(|&x| x != k);
+        }
+    }
+
+    fn rng(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn fa_and_sets_match_plain_lru_with_invalidations() {
+        let sizes = [1usize, 2, 3, 5, 8, 16, 40];
+        for seed in 1..6u64 {
+            let mut st = seed * 7919;
+            let mut fa = FaStack::new(40);
+            let mut sets = SetStacks::new(4, 6);
+            let mut refs: Vec<Lru> = sizes.iter().map(|&c| Lru { cap: c, v: Vec::new() }).collect();
+            let mut set_refs: Vec<Vec<Lru>> =
+                (1..=6).map(|w| (0..4).map(|_| Lru { cap: w, v: Vec::new() }).collect()).collect();
+            let mut misses = vec![0u64; sizes.len()];
+            let mut set_misses = [0u64; 6];
+            let n = 5000;
+            for i in 0..n {
+                let r = rng(&mut st);
+                let key = if r % 3 == 0 { r % 60 } else { r % 9 };
+                if i % 97 == 0 {
+                    fa.invalidate(key);
+                    sets.invalidate_where(|k| k == key);
+                    refs.iter_mut().for_each(|l| l.invalidate(key));
+                    set_refs.iter_mut().for_each(|w| w[(key & 3) as usize].invalidate(key));
+                    continue;
+                }
+                fa.access(key);
+                sets.access(key);
+                for (l, m) in refs.iter_mut().zip(&mut misses) {
+                    *m += !l.access(key) as u64;
+                }
+                for (w, m) in set_refs.iter_mut().zip(&mut set_misses) {
+                    *m += !w[(key & 3) as usize].access(key) as u64;
+                }
+                if i % 1000 == 0 {
+                    fa.compact();
+                }
+            }
+            let total: u64 = fa.hist.iter().sum();
+            for (&c, &m) in sizes.iter().zip(&misses) {
+                let hits: u64 = fa.hist[1..=c].iter().sum();
+                assert_eq!(total - hits, m, "seed {seed}: FA size {c}");
+            }
+            for (w, &m) in set_misses.iter().enumerate() {
+                let hits: u64 = sets.hist[1..=w + 1].iter().sum();
+                assert_eq!(total - hits, m, "seed {seed}: 4 sets x {} ways", w + 1);
+            }
+        }
+    }
+}
