@@ -130,7 +130,8 @@ def _run_on_ray(p: Any, tasks: List[Any], address: str, progress: bool) -> None:
         started = True
     try:
         remote = ray.remote(run_group)
-        refs = {remote.remote(t[0], t[1], t[3]): t for t in tasks}
+        # Workers do not share the driver's working directory: traces go by absolute path.
+        refs = {remote.remote(os.path.abspath(t[0]), t[1], t[3]): t for t in tasks}
         bar = _progress(sum(len(t[5]) for t in tasks), progress)
         pending = list(refs)
         try:
@@ -143,7 +144,9 @@ def _run_on_ray(p: Any, tasks: List[Any], address: str, progress: bool) -> None:
                     except ray.exceptions.RayTaskError as e:
                         cause = getattr(e, "cause", None)
                         msg = str(cause) if cause is not None else str(e).splitlines()[-1]
-                        raise SimulationError(msg) from None
+                        msg = msg.replace(os.path.abspath(t[0]), t[0])  # as the local run says it
+                        kind = type(cause) if isinstance(cause, XlatError) else SimulationError
+                        raise kind(msg) from None
                     p.store(t[4], t[5], t[2], results)
                     if bar is not None:
                         bar.update(len(t[5]))
