@@ -136,15 +136,14 @@ fn presets() -> Vec<String> {
 #[pyo3(signature = (designs, trace, max_refs=None))]
 fn run(py: Python<'_>, designs: Vec<PyDesign>, trace: PathBuf, max_refs: Option<u64>) -> PyResult<String> {
     let configs = designs.iter().map(|d| d.inner.config()).collect::<Result<Vec<_>, _>>().map_err(config_err)?;
-    for (i, c) in configs.iter().enumerate() {
-        if configs[..i].iter().any(|o| o.name == c.name) {
-            return Err(config_err(format!("two designs are named '{}': give each config a distinct `name`", c.name)));
-        }
-        xlat::engine::System::new(c).map_err(|e| config_err(format!("config '{}': {e}", c.name)))?;
-    }
+    let systems = sweep::systems(&configs).map_err(config_err)?;
     let path = trace.display().to_string();
-    trace::open::open_reader_inline(&path, None).map_err(trace_err)?;
-    py.detach(|| sweep::run_designs(&path, &configs, max_refs, |_| {})).map(|doc| doc.to_string()).map_err(sim_err)
+    py.detach(|| {
+        // Opened once (a named pipe can be read only once), with the GIL released from here on.
+        let (mut reader, format) = trace::open::open_reader_inline(&path, None).map_err(trace_err)?;
+        sweep::run_systems(&path, reader.as_mut(), format, systems, max_refs, |_| {}).map_err(sim_err)
+    })
+    .map(|doc| doc.to_string())
 }
 
 /// Simulates designs given as TOML texts over a trace (a Ray task's work): the designs' results

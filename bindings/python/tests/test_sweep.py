@@ -142,3 +142,34 @@ def test_plot_sweep(traces, tmp_path):
     assert svg.startswith("<svg") and "sort-400.lackey.zst" in svg
     with pytest.raises(xlat.ConfigError):
         xlat.plot_sweep(df, "tlb.1.entries", "tlb.1.misses", path=tmp_path / "g.svg")
+
+
+def test_a_killed_sweep_loses_no_finished_point(traces, cli):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cli("gen", "-o", traces / "big.xtr", "--refs", "300000", "--footprint", "256M", "--pattern", "uniform")
+    (traces / "s.toml").write_text(
+        'base = "x86-64"\ntraces = ["big.xtr"]\n[vary]\n"tlb.1.entries" = [4, 8, 16, 32, 64, 128, 256, 512]\n'
+    )
+    killed = traces / "killed"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "xlat", "sweep", str(traces / "s.toml"), "--out", str(killed), "--jobs", "1",
+         "--group", "1", "-q"]
+    )
+    try:
+        while not point_files(killed) and child.poll() is None:
+            time.sleep(0.005)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL, "killed before it finished (make the trace bigger if not)"
+    done = {p: p.stat().st_mtime_ns for p in point_files(killed)}
+    assert 1 <= len(done) < 8, done
+    resumed = xlat.sweep(traces / "s.toml", out=killed, progress=False)
+    assert len(point_files(killed)) == 8
+    assert all(p.stat().st_mtime_ns == t for p, t in done.items()), "a finished point was computed again"
+    cli("sweep", traces / "s.toml", "--out", traces / "whole", "-q")
+    pd.testing.assert_frame_equal(resumed, pd.read_parquet(traces / "whole" / "results.parquet"))

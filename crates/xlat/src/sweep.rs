@@ -643,6 +643,13 @@ pub fn run_designs(
     max_refs: Option<u64>,
     progress: impl FnMut(u64),
 ) -> Result<Value> {
+    let systems = systems(configs)?;
+    let (mut reader, format) = trace::open::open_reader_inline(trace_path, None).map_err(SweepError::new)?;
+    run_systems(trace_path, reader.as_mut(), format, systems, max_refs, progress)
+}
+
+/// The systems of designs to simulate together: distinct names, each one valid.
+pub fn systems(configs: &[Config]) -> Result<Vec<System>> {
     for (i, c) in configs.iter().enumerate() {
         if configs[..i].iter().any(|o| o.name == c.name) {
             return Err(SweepError::new(format!("two designs are named '{}': give each config a distinct `name`", c.name)));
@@ -651,13 +658,23 @@ pub fn run_designs(
     if configs.is_empty() {
         return Err(SweepError::new("no design given"));
     }
-    let mut systems = configs
+    configs
         .iter()
         .map(|c| System::new(c).map_err(|e| SweepError::new(format!("config '{}': {e}", c.name))))
-        .collect::<Result<Vec<_>>>()?;
-    let (mut reader, format) = trace::open::open_reader_inline(trace_path, None).map_err(SweepError::new)?;
+        .collect()
+}
+
+/// [`run_designs`] over a trace already opened (`trace_path` names it in the results).
+pub fn run_systems(
+    trace_path: &str,
+    reader: &mut dyn trace::TraceReader,
+    format: trace::Format,
+    mut systems: Vec<System>,
+    max_refs: Option<u64>,
+    progress: impl FnMut(u64),
+) -> Result<Value> {
     let start = std::time::Instant::now();
-    let summary = engine::run(reader.as_mut(), &mut systems, RunOptions { max_refs }, progress)
+    let summary = engine::run(reader, &mut systems, RunOptions { max_refs }, progress)
         .map_err(|e| SweepError::new(format!("{trace_path}: {e}")))?;
     if summary.trace.references == 0 {
         return Err(SweepError::new(format!(
