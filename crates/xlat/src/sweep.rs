@@ -652,16 +652,16 @@ pub fn run_designs(
 pub fn systems(configs: &[Config]) -> Result<Vec<System>> {
     for (i, c) in configs.iter().enumerate() {
         if configs[..i].iter().any(|o| o.name == c.name) {
-            return Err(SweepError::new(format!("two designs are named '{}': give each config a distinct `name`", c.name)));
+            return Err(SweepError::new(format!(
+                "two designs are named '{}': give each config a distinct `name`",
+                c.name
+            )));
         }
     }
     if configs.is_empty() {
         return Err(SweepError::new("no design given"));
     }
-    configs
-        .iter()
-        .map(|c| System::new(c).map_err(|e| SweepError::new(format!("config '{}': {e}", c.name))))
-        .collect()
+    configs.iter().map(|c| System::new(c).map_err(|e| SweepError::new(format!("config '{}': {e}", c.name)))).collect()
 }
 
 /// [`run_designs`] over a trace already opened (`trace_path` names it in the results).
