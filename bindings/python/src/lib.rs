@@ -239,6 +239,92 @@ fn trace_program(py: Python<'_>, cmd: Vec<String>, out: PathBuf, backend: &str, 
     })
 }
 
+/// One curve: (page size, lookups, entries, ways, misses), one element per point.
+type CurveLists = (u64, u64, Vec<u32>, Vec<u32>, Vec<u64>);
+
+/// Miss curves in one pass (`xlat curve`): the trace's counts as JSON text (the `trace` object
+/// of `xlat curve --json`) and one curve per page size.
+#[pyfunction]
+#[pyo3(signature = (trace, entries, ways, policy, page_sizes, sample=None, max_refs=None))]
+#[allow(clippy::too_many_arguments)]
+fn curve(
+    py: Python<'_>,
+    trace: PathBuf,
+    entries: &str,
+    ways: &str,
+    policy: &str,
+    page_sizes: Vec<u64>,
+    sample: Option<f64>,
+    max_refs: Option<u64>,
+) -> PyResult<(String, Vec<CurveLists>)> {
+    use xlat::curve::{self, CurveSpec};
+    let (entries, entries_range) = curve::parse_entries(entries).map_err(config_err)?;
+    let mut sizes = Vec::new();
+    for p in page_sizes {
+        if !sizes.contains(&p) {
+            sizes.push(p);
+        }
+    }
+    let spec = CurveSpec {
+        entries,
+        entries_range,
+        ways: curve::parse_ways(ways).map_err(config_err)?,
+        policy: curve::parse_policy(policy).map_err(config_err)?,
+        page_sizes: sizes,
+        sample,
+        max_refs,
+        seed: 1,
+    };
+    spec.pairs().map_err(config_err)?;
+    let path = trace.display().to_string();
+    py.detach(|| {
+        let (mut reader, format) = trace::open::open_reader_inline(&path, None).map_err(trace_err)?;
+        let r = curve::curve(reader.as_mut(), &spec, |_| {}).map_err(|e| match e {
+            curve::CurveError::Trace(e) => trace_err(e),
+            e => sim_err(e),
+        })?;
+        let t = &r.trace;
+        if t.references == 0 {
+            return Err(sim_err(format!(
+                "{path}: the trace holds no memory references ({} records skipped, {} events): nothing to simulate",
+                r.reader.skipped, t.events
+            )));
+        }
+        let by_kind: serde_json::Map<String, Value> = trace::Kind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), Value::from(t.by_kind[*k as usize])))
+            .collect();
+        let first = &r.curves[0];
+        let info = serde_json::json!({
+            "path": path,
+            "format": format.name(),
+            "references": t.references,
+            "by_kind": by_kind,
+            "instructions": r.instructions(),
+            "lookups": first.lookups,
+            "lookup_page_size": first.page_size,
+            "events": t.events,
+            "clipped_accesses": t.clipped_accesses,
+            "skipped": r.reader.skipped,
+            "stopped_at_max_refs": r.truncated_by_limit,
+        });
+        let curves = r
+            .curves
+            .iter()
+            .map(|c| {
+                (
+                    c.page_size,
+                    c.lookups,
+                    c.points.iter().map(|p| p.entries).collect(),
+                    c.points.iter().map(|p| p.ways).collect(),
+                    c.points.iter().map(|p| p.misses).collect(),
+                )
+            })
+            .collect();
+        Ok((info.to_string(), curves))
+    })
+}
+
 /// A parsed sweep and the store of its finished points (the driver's side of `xlat.sweep`).
 #[pyclass(name = "SweepPlan", module = "xlat")]
 struct PySweep {
@@ -372,6 +458,7 @@ fn _xlat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_group, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(curve, m)?)?;
     m.add_function(wrap_pyfunction!(trace_program, m)?)?;
     m.add_function(wrap_pyfunction!(bar_chart, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -160,11 +160,11 @@ with open(fifo, "wb") as f, open(trace, "rb") as src:
         f.write(chunk)
 t.join()
 r = got["r"]
-print(r.designs[0]["tlb"][0]["misses"] if call == "run" else r["references"])
+print(r.designs[0]["tlb"][0]["misses"] if call == "run" else r.trace["references"] if call == "curve" else r["references"])
 """
 
 
-@pytest.mark.parametrize("call", ["run", "info"])
+@pytest.mark.parametrize("call", ["run", "info", "curve"])
 def test_long_calls_release_the_gil(tmp_path, cli, repo, call):
     import os
     import subprocess

@@ -33,11 +33,13 @@ __version__: str = _xlat.__version__
 __all__ = [
     "ConfigError",
     "Design",
+    "Curve",
     "Results",
     "SimulationError",
     "TraceError",
     "TracerError",
     "XlatError",
+    "curve",
     "flatten",
     "info",
     "plot_sweep",
@@ -157,3 +159,100 @@ def trace(
     argv = cmd.split() if isinstance(cmd, str) else [os.fspath(c) for c in cmd]
     return json.loads(_xlat.trace_program(argv, os.fspath(out), backend, children))
 
+
+
+def _list_arg(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, range) and v.step == 1 and len(v) > 0:
+        return f"{v.start}..{v.stop - 1}"
+    if hasattr(v, "tolist"):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def _bytes(v: Any) -> int:
+    if isinstance(v, str):
+        t = v.strip()
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:].upper(), 1)
+        num = t[:-1] if mult > 1 else t
+        if not num.isdigit():
+            raise ConfigError(f"--page-size: expected a byte count like 4096, 64K, 1M or 2G, got '{t}'")
+        return int(num) * mult
+    if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
+        raise ConfigError(f"--page-size: expected a byte count like 4096, 64K, 1M or 2G, got {v!r}")
+    return int(v)
+
+
+class Curve:
+    """Miss curves of one pass over a trace (``xlat curve``): one element per point in each
+    numpy array, in the order of ``xlat curve --csv`` (page size, then entries, then ways).
+
+    ``entries``, ``ways``, ``misses``, ``page_size`` are integer arrays; ``miss_ratio`` the misses
+    over the lookups at that page size; ``mpki`` misses per 1000 instructions (NaN for a trace
+    without instruction fetches). ``trace`` is what was read (the JSON's ``trace`` object),
+    ``lookups`` the lookups per page size.
+    """
+
+    def __init__(self, trace: Dict[str, Any], policy: str, sample: Optional[float], curves: Sequence[Any]):
+        import numpy as np
+
+        self.trace: Dict[str, Any] = trace
+        self.policy: str = policy
+        self.sample: Optional[float] = sample
+        self.lookups: Dict[int, int] = {int(c[0]): int(c[1]) for c in curves}
+        self.page_size = np.concatenate([np.full(len(c[2]), c[0], dtype=np.uint64) for c in curves])
+        self.entries = np.concatenate([np.asarray(c[2], dtype=np.uint32) for c in curves])
+        self.ways = np.concatenate([np.asarray(c[3], dtype=np.uint32) for c in curves])
+        self.misses = np.concatenate([np.asarray(c[4], dtype=np.uint64) for c in curves])
+        lookups = np.concatenate([np.full(len(c[2]), c[1], dtype=np.float64) for c in curves])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.miss_ratio = np.where(lookups > 0, self.misses.astype(np.float64) / lookups, 0.0)
+        instructions = trace["instructions"]
+        if instructions > 0:
+            self.mpki = self.misses.astype(np.float64) * 1000.0 / float(instructions)
+        else:
+            self.mpki = np.full(len(self.misses), np.nan)
+
+    def __len__(self) -> int:
+        return len(self.misses)
+
+    def __repr__(self) -> str:
+        return f"Curve({self.trace['path']!r}: {len(self)} points, {self.policy})"
+
+    def to_pandas(self) -> Any:
+        """The points as a DataFrame with the columns of ``xlat curve --csv``."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "entries": self.entries,
+                "ways": self.ways,
+                "misses": self.misses,
+                "miss_ratio": self.miss_ratio,
+                "mpki": self.mpki,
+                "page_size": self.page_size,
+            }
+        )
+
+
+def curve(
+    trace: PathLike,
+    entries: Any = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
+    ways: Any = "full",
+    policy: str = "lru",
+    page_size: Any = 4096,
+    sample: Optional[float] = None,
+    max_refs: Optional[int] = None,
+) -> Curve:
+    """The misses of every TLB size and associativity asked for, in one pass over a trace (``xlat
+    curve``, docs/curve.md). ``entries``: sizes as a list, a ``range`` or the command's text
+    (``"8,16,32"``, ``"1..4096"``); ``ways``: way counts and ``"full"``; ``page_size``: bytes (or
+    ``"2M"``), or a list of them, one curve each. Releases the GIL while it runs."""
+    sizes = page_size if isinstance(page_size, (list, tuple)) else [page_size]
+    info, curves = _xlat.curve(
+        os.fspath(trace), _list_arg(entries), _list_arg(ways), policy, [_bytes(p) for p in sizes], sample, max_refs
+    )
+    return Curve(json.loads(info), policy, sample, curves)

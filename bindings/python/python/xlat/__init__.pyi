@@ -55,3 +55,27 @@ def plot_sweep(
     ax: Any = None,
     title: Optional[str] = None,
 ) -> Any: ...
+
+class Curve:
+    trace: Dict[str, Any]
+    policy: str
+    sample: Optional[float]
+    lookups: Dict[int, int]
+    entries: Any
+    ways: Any
+    misses: Any
+    miss_ratio: Any
+    mpki: Any
+    page_size: Any
+    def __len__(self) -> int: ...
+    def to_pandas(self) -> Any: ...
+
+def curve(
+    trace: _Path,
+    entries: Union[str, Sequence[int], range] = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
+    ways: Union[str, Sequence[Union[int, str]]] = "full",
+    policy: str = "lru",
+    page_size: Union[int, str, Sequence[Union[int, str]]] = 4096,
+    sample: Optional[float] = None,
+    max_refs: Optional[int] = None,
+) -> Curve: ...
