@@ -130,22 +130,33 @@ impl Design {
     /// be a valid design, or nothing changes: an unknown key or a bad value is an error naming
     /// the path.
     pub fn set(&mut self, path: &str, value: toml::Value) -> Result<()> {
+        self.set_all(&[(path.to_string(), value)])
+    }
+
+    /// Sets several parameters at once (a sweep point's): the result must be a valid design,
+    /// not each step on the way (a TLB's `entries` and `ways` change together), or nothing
+    /// changes.
+    pub fn set_all(&mut self, assignments: &[(String, toml::Value)]) -> Result<()> {
         let mut table = self.table.clone();
-        let existed = self.get(path).is_some();
-        set_in(&mut table, path, value.clone())
-            .map_err(|why| SweepError::new(format!("{}: cannot set '{path}': {why}", self.origin)))?;
-        let text = toml::to_string(&table).map_err(|e| SweepError::new(format!("{}: '{path}': {e}", self.origin)))?;
+        let mut new_path = None;
+        for (path, value) in assignments {
+            if new_path.is_none() && self.get(path).is_none() {
+                new_path = Some(path.as_str());
+            }
+            set_in(&mut table, path, value.clone())
+                .map_err(|why| SweepError::new(format!("{}: cannot set '{path}': {why}", self.origin)))?;
+        }
+        let what = assignments.iter().map(|(p, v)| format!("'{p}' = {}", show(v))).collect::<Vec<_>>().join(", ");
+        let text = toml::to_string(&table).map_err(|e| SweepError::new(format!("{}: {what}: {e}", self.origin)))?;
         if let Err(e) = Config::from_toml(&text, &self.origin) {
             let msg = match e {
-                crate::config::ConfigError::Parse { message, .. } if !existed && message.contains("unknown field") => {
-                    format!("{}: unknown parameter '{path}' ({message})", self.origin)
+                crate::config::ConfigError::Parse { message, .. }
+                    if new_path.is_some() && message.contains("unknown field") =>
+                {
+                    format!("{}: unknown parameter '{}' ({message})", self.origin, new_path.unwrap_or_default())
                 }
-                crate::config::ConfigError::Parse { message, .. } => {
-                    format!("{}: '{path}' = {}: {message}", self.origin, show(&value))
-                }
-                crate::config::ConfigError::Invalid { error, .. } => {
-                    format!("{}: '{path}' = {}: {error}", self.origin, show(&value))
-                }
+                crate::config::ConfigError::Parse { message, .. } => format!("{}: {what}: {message}", self.origin),
+                crate::config::ConfigError::Invalid { error, .. } => format!("{}: {what}: {error}", self.origin),
                 other => other.to_string(),
             };
             return Err(SweepError(msg));
@@ -440,8 +451,8 @@ impl Sweep {
                         "{file}: '{p}': expected numbers, strings or booleans in its list, got {v}"
                     )));
                 }
-                d.set(p, v.clone())?;
             }
+            d.set_all(&assign)?;
             if !params.iter().any(|p| p == "name") {
                 let mut name = base.name().to_string();
                 for (p, v) in &assign {
