@@ -50,10 +50,13 @@ if ! cmp -s "$req" "$venv/requirements-test.txt" 2>/dev/null; then
   cp "$req" "$venv/requirements-test.txt"
 fi
 (
+  # Each step says when it fails: `set -e` does not reach into a subshell tested by `||`.
   export VIRTUAL_ENV="$PWD/$venv" PATH="$PWD/$venv/bin:$PATH" CARGO_TARGET_DIR="$PWD/target"
-  maturin develop --locked --quiet -m bindings/python/Cargo.toml
-  (cd bindings/python && cargo fmt --check && cargo clippy --locked --all-targets --quiet -- -D warnings)
-  cd bindings/python && XLAT_BIN="$PWD/../../target/debug/xlat" python -m pytest -p no:cacheprovider tests
+  maturin develop --locked --quiet -m bindings/python/Cargo.toml || exit
+  cd bindings/python || exit
+  cargo fmt --check || exit
+  cargo clippy --locked --all-targets --quiet -- -D warnings || exit
+  XLAT_BIN="$PWD/../../target/debug/xlat" python -m pytest -p no:cacheprovider tests
 ) 2>&1 | tee -a "$log" || status=$?
 
 # One closing line over every test binary (cargo prints one "test result" line per binary) and

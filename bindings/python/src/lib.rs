@@ -290,10 +290,8 @@ fn curve(
                 r.reader.skipped, t.events
             )));
         }
-        let by_kind: serde_json::Map<String, Value> = trace::Kind::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), Value::from(t.by_kind[*k as usize])))
-            .collect();
+        let by_kind: serde_json::Map<String, Value> =
+            trace::Kind::ALL.iter().map(|k| (k.name().to_string(), Value::from(t.by_kind[*k as usize]))).collect();
         let first = &r.curves[0];
         let info = serde_json::json!({
             "path": path,
