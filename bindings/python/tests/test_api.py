@@ -182,3 +182,31 @@ def test_long_calls_release_the_gil(tmp_path, cli, repo, call):
         assert int(r.stdout) == doc["configs"][0]["tlb"][0]["misses"]
     else:
         assert int(r.stdout) == cli.json("info", trace, "--json", "-")["references"]
+
+
+def test_the_stubs_ship_and_name_the_api():
+    import ast
+    import inspect
+    import os
+
+    pkg = Path(xlat.__file__).parent
+    for f in ("__init__.pyi", "_xlat.pyi", "py.typed"):
+        assert (pkg / f).exists(), f
+    for stub, module in (("__init__.pyi", xlat), ("_xlat.pyi", xlat._xlat)):
+        tree = ast.parse((pkg / stub).read_text())
+        names, functions = set(), {}
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                names.add(node.name)
+                if isinstance(node, ast.FunctionDef):
+                    functions[node.name] = [a.arg for a in node.args.args]
+            elif isinstance(node, ast.ImportFrom):
+                names.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.AnnAssign):
+                names.add(node.target.id)
+        public = set(module.__all__) if module is xlat else {n for n in dir(module) if not n.startswith("_")}
+        assert public <= names, (stub, public - names)
+        for name, args in functions.items():
+            sig = list(inspect.signature(getattr(module, name)).parameters)
+            assert sig == args, (stub, name, sig, args)
+    assert os.fspath(pkg).endswith("xlat")
