@@ -31,7 +31,7 @@ def main() -> None:
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
     os.environ.update(env)
     ray_bin = str(Path(sys.executable).with_name("ray"))
-    temp = tempfile.mkdtemp(prefix="xray")  # short: Ray's socket paths must fit in 107 bytes
+    temp = os.environ.get("XLAT_RAY_TEMP") or tempfile.mkdtemp(prefix="xray")  # short: socket paths
     head = subprocess.Popen(
         [ray_bin, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", "6379",
          "--include-dashboard", "false", "--disable-usage-stats", "--num-cpus", "2",

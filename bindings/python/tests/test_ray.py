@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -25,7 +26,8 @@ def in_namespaces(argv):
     """argv run as the init of new network, process and mount namespaces, loopback up."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.fail("unshare (util-linux) and ip (iproute2) are needed: scripts/test.sh installs them")
-    return ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "--",
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "--",
             "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv]
 
 
@@ -48,9 +50,14 @@ def test_a_sweep_on_ray_is_the_local_one(traces, cli, xlat_bin):
     (traces / "bad.toml").write_text('base = "x86-64"\ntraces = ["bad.xtr"]\n')
     bad = cli.error("sweep", traces / "bad.toml", "--out", traces / "bad-local")
 
-    env = dict(os.environ, XLAT_BIN=xlat_bin, RAY_USAGE_STATS_ENABLED="0")
-    r = subprocess.run(in_namespaces([sys.executable, str(HERE / "ray_cluster.py"), str(traces)]),
-                       capture_output=True, text=True, env=env, timeout=900)
+    # Ray's session files go to a short path (its socket paths must fit in 107 bytes), removed after.
+    temp = tempfile.mkdtemp(prefix="xray")
+    env = dict(os.environ, XLAT_BIN=xlat_bin, RAY_USAGE_STATS_ENABLED="0", XLAT_RAY_TEMP=temp)
+    try:
+        r = subprocess.run(in_namespaces([sys.executable, str(HERE / "ray_cluster.py"), str(traces)]),
+                           capture_output=True, text=True, env=env, timeout=900)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     log = traces / "ray-head.log"
     assert r.returncode == 0, (r.stderr[-3000:], log.read_text()[-3000:] if log.exists() else "")
 
