@@ -785,4 +785,26 @@ traces = []
         assert_ne!(s.key(0, 0), s.key(0, 1));
         assert_eq!(s.key(0, 3), point_key(&p.design, &s.traces[0].hash, None));
     }
+
+    #[test]
+    fn a_points_parameters_are_checked_together() {
+        // 1536 entries of 12 ways to 512 of 4: neither change alone is a valid design.
+        let mut d = Design::preset("x86-64").unwrap();
+        let e = d.set("tlb.2.entries", toml::Value::Integer(512)).unwrap_err().to_string();
+        assert!(e.contains("'tlb.2.entries' = 512"), "{e}");
+        let both =
+            [("tlb.2.entries".to_string(), toml::Value::Integer(512)), ("tlb.2.ways".into(), toml::Value::Integer(4))];
+        d.set_all(&both).unwrap();
+        let c = d.config().unwrap();
+        assert_eq!((c.tlb[2].entries, c.tlb[2].ways), (512, Some(4)));
+        let before = d.clone();
+        let bad =
+            [("tlb.2.entries".to_string(), toml::Value::Integer(96)), ("tlb.2.ways".into(), toml::Value::Integer(7))];
+        let e = d.set_all(&bad).unwrap_err().to_string();
+        assert!(e.contains("'tlb.2.entries' = 96, 'tlb.2.ways' = 7"), "{e}");
+        assert_eq!(d, before, "a failed set changes nothing");
+        let text = "base = \"x86-64\"\ntraces = [\"../../data/demo.xtr\"]\n[[zip]]\n\"tlb.2.entries\" = [512, 1024]\n\"tlb.2.ways\" = [4, 8]\n";
+        let s = Sweep::from_toml(text, "s.toml", Path::new(env!("CARGO_MANIFEST_DIR")), &no_workloads()).unwrap();
+        assert_eq!(s.points.len(), 2);
+    }
 }
