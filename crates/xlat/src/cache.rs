@@ -424,6 +424,24 @@ impl Lines {
         }
     }
 
+    /// Removes the line holding `key` of `asid`, if present: its payload.
+    fn remove(&mut self, asid: Asid, key: Vpn) -> Option<u64> {
+        match self {
+            Lines::Sets(s) => {
+                let base = s.set_of(key.0) as usize * s.ways;
+                let w = s.ways_[base..base + s.ways].iter().position(|w| w.key == key.0 && w.asid == asid.0)?;
+                let way = &mut s.ways_[base + w];
+                way.key = EMPTY;
+                Some(way.payload)
+            }
+            Lines::Wide(t) => {
+                let data = t.lookup(asid, key)?;
+                t.invalidate_range(asid, key, key);
+                Some(data.pfn)
+            }
+        }
+    }
+
     fn insert(&mut self, asid: Asid, key: Vpn, payload: u64, shift: u32) -> Option<(u64, u32, u64)> {
         match self {
             Lines::Sets(s) => s.insert(asid.0, key.0, payload),
@@ -518,6 +536,19 @@ pub struct Hierarchy {
     first: [u8; 3],
     /// The memory controller's TLB (`[mtlb]`), between the last level and DRAM.
     mtlb: Option<Box<crate::mtlb::Mtlb>>,
+    /// Every request that reached DRAM, when recorded ([`Hierarchy::record_dram`]).
+    dram_log: Option<Vec<DramRequest>>,
+}
+
+/// One request that reached DRAM (recorded for checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DramRequest {
+    /// A write (writeback) rather than a fill.
+    pub write: bool,
+    /// The physical address the caches used (a shadow address or a real one).
+    pub pa: u64,
+    /// The address DRAM saw (`None`: a shadow page the controller's table does not map).
+    pub dram: Option<u64>,
 }
 
 /// No level on a path.
@@ -590,6 +621,7 @@ impl Hierarchy {
             memory: MemoryStats::default(),
             first,
             mtlb: None,
+            dram_log: None,
         })
     }
 
@@ -737,14 +769,53 @@ impl Hierarchy {
         } else {
             self.memory.reads += 1;
         }
-        match self.mtlb.as_deref_mut() {
-            None => self.memory_latency,
+        let (cycles, dram) = match self.mtlb.as_deref_mut() {
+            None => (self.memory_latency, Some(pa)),
             Some(m) => {
                 // The controller's cycle, and on an MTLB miss the table entry's DRAM read.
                 let r = m.access(write, pa);
-                r.cycles + self.memory_latency * (1 + r.table_read.is_some() as u64)
+                (r.cycles + self.memory_latency * (1 + r.table_read.is_some() as u64), r.dram)
+            }
+        };
+        if let Some(log) = &mut self.dram_log {
+            log.push(DramRequest { write, pa, dram });
+        }
+        cycles
+    }
+
+    /// Starts recording every request that reaches DRAM (for checks; allocates per request).
+    pub fn record_dram(&mut self) {
+        self.dram_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The requests recorded since the last call.
+    pub fn take_dram_log(&mut self) -> Vec<DramRequest> {
+        self.dram_log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Flushes the page of `bytes` at (`va`, `pa`) of address space `asid` from every level:
+    /// each of its lines found is invalidated and, when `write_back` and dirty, written to
+    /// memory (once per level holding it dirty). Returns (lines found, dirty lines written,
+    /// cycles of those writes).
+    pub fn flush_page(&mut self, asid: u32, va: u64, pa: u64, bytes: u64, write_back: bool) -> (u64, u64, u64) {
+        let (mut found, mut dirty, mut cycles) = (0, 0, 0);
+        for i in 0..self.levels.len() {
+            let shift = self.levels[i].line_shift;
+            let mut off = 0;
+            while off < bytes {
+                let l = &mut self.levels[i];
+                let (space, key) = l.key(va + off, pa + off, asid);
+                if let Some(payload) = l.lines.remove(space, key) {
+                    found += 1;
+                    if write_back && payload & DIRTY != 0 {
+                        dirty += 1;
+                        cycles += self.memory(true, (payload >> 1) << shift);
+                    }
+                }
+                off += 1 << shift;
             }
         }
+        (found, dirty, cycles)
     }
 
     /// Puts the memory controller's TLB between the last level and DRAM.

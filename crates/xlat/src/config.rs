@@ -191,6 +191,9 @@ pub struct Config {
     /// `[memory] dram_bytes` and `pa_bits`).
     #[serde(default)]
     pub mtlb: Option<crate::mtlb::MtlbConfig>,
+    /// Shadow superpages' constants (`[shadow]`; used when `os.shadow_superpages` is not `none`).
+    #[serde(default)]
+    pub shadow: crate::os::shadow::ShadowConfig,
 }
 
 /// `[stlb]`: bala94 §4's software TLB, a table in unmapped memory that the refill handler
@@ -303,6 +306,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("talluri95", include_str!("../../../configs/talluri95.toml")),
     ("decstation-5000-240", include_str!("../../../configs/decstation-5000-240.toml")),
     ("swanson98", include_str!("../../../configs/swanson98.toml")),
+    ("swanson98-mtlb", include_str!("../../../configs/swanson98-mtlb.toml")),
 ];
 
 impl Config {
@@ -412,16 +416,23 @@ impl Config {
         for (kind, wants) in [("instruction fetches", Serves::Instruction), ("data references", Serves::Data)] {
             let levels: Vec<u32> =
                 self.tlb.iter().filter(|t| t.serves == Serves::Unified || t.serves == wants).map(|t| t.level).collect();
-            if !levels.contains(&1) {
+            // A kind may start at level 2 behind a level-1 structure that serves only the other
+            // kind (a micro-ITLB in front of a unified TLB: swanson98 §3.2).
+            let other_l1 = self.tlb.iter().any(|t| t.level == 1 && t.serves != Serves::Unified && t.serves != wants);
+            let start = if levels.contains(&1) {
+                1
+            } else if other_l1 && levels.contains(&2) {
+                2
+            } else {
                 return Err(ParamError::new("tlb", format!("no level-1 TLB serves {kind}")));
-            }
+            };
             let mut sorted = levels.clone();
             sorted.sort_unstable();
             sorted.dedup();
             if sorted.len() != levels.len() {
                 return Err(ParamError::new("tlb", format!("two TLBs at the same level serve {kind}")));
             }
-            if sorted.iter().enumerate().any(|(i, &l)| l != i as u32 + 1) {
+            if sorted.iter().enumerate().any(|(i, &l)| l != i as u32 + start) {
                 return Err(ParamError::new("tlb", format!("levels serving {kind} must be 1, 2, ... without gaps")));
             }
         }

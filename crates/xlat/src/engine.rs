@@ -13,6 +13,7 @@ use crate::cost::{PtCache, Refill};
 use crate::os::keys::{KeyStats, Keys};
 use crate::os::layout::{Layout, LayoutFull};
 use crate::os::regions::Regions;
+use crate::os::shadow::{MemOp, Shadow, ShadowPolicy};
 use crate::os::{FrameAllocator, Os, OutOfMemory, Paging, PtOp};
 use crate::pt::vhpt::{LongVhpt, VhptStats};
 use crate::pt::{Kind as PtKind, PageTable, ParamError, PtSize, Pte, WalkEnv, WalkRecord, Walker};
@@ -85,6 +86,8 @@ pub struct System {
     /// Page-table operations and TLB shootdowns the OS asked for (buffers reused across faults).
     ops: Vec<PtOp>,
     shootdown: Vec<(Asid, Vpn, Vpn)>,
+    /// Memory-side operations of shadow superpages (flushes, the controller's table).
+    mem_ops: Vec<MemOp>,
     stats: SystemStats,
     /// The page table's largest size so far, field by field (it shrinks on unmaps and exits).
     pt_peak: PtSize,
@@ -274,7 +277,7 @@ impl System {
         // Other levels' reserved entries only shrink their main partitions.
         let pt = PageTable::new(&config.page_table, page_size)?;
         let frames = config.os.memory_bytes / config.page_size;
-        let os = Os::with_paging(
+        let mut os = Os::with_paging(
             FrameAllocator::new(config.os.frame_allocator, frames, config.os.seed, config.os.fragmentation),
             Paging::new(&config.os, page_size)?,
         );
@@ -310,7 +313,20 @@ impl System {
                         ),
                     ));
                 }
-                h.set_mtlb(crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?);
+                let m = crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?;
+                if config.os.memory_bytes > m.table_base() {
+                    return Err(ParamError::new(
+                        "os.memory_bytes",
+                        format!(
+                            "the OS's frames (the first {} bytes of DRAM) overlap the controller's table at {:#x}: \
+                             set os.memory_bytes to at most {} (or move mtlb.table_base below them)",
+                            config.os.memory_bytes,
+                            m.table_base(),
+                            m.table_base()
+                        ),
+                    ));
+                }
+                h.set_mtlb(m);
             }
             Some(Box::new(h))
         } else {
@@ -322,6 +338,20 @@ impl System {
             }
             None
         };
+        if config.os.shadow_superpages != ShadowPolicy::None {
+            let bad = |why: &str| Err(ParamError::new("os.shadow_superpages", why.to_string()));
+            if config.layout.kind != crate::os::layout::LayoutKind::Identity {
+                return bad("shadow superpages map the trace's own addresses: they need [layout] kind = \"identity\"");
+            }
+            if config.itanium.is_some() || config.os.personality != crate::os::mach3::Personality::Linux {
+                return bad("shadow superpages need os.personality = \"linux\" and no [itanium]");
+            }
+            let range = caches.as_ref().and_then(|h| h.mtlb()).map(|m| {
+                let (b, n) = m.shadow_frames();
+                (b << page_size.shift(), (b + n) << page_size.shift())
+            });
+            os.set_shadow(Shadow::new(config.os.shadow_superpages, &config.shadow, page_size.bytes(), range)?);
+        }
         let n = structures.len();
         let layout =
             Layout::new(&config.layout, config.itanium.as_ref().is_some_and(|i| i.shared_region)).map(Box::new);
@@ -447,6 +477,7 @@ impl System {
             block: vec![None; prefetch[0].max(prefetch[1])],
             ops: Vec::new(),
             shootdown: Vec::new(),
+            mem_ops: Vec::new(),
             stats: SystemStats { tlb: vec![TlbStats::default(); n], ..SystemStats::default() },
             pt_peak: PtSize::default(),
             failure: None,
@@ -488,6 +519,11 @@ impl System {
     /// The caches and memory of a timed design.
     pub fn caches(&self) -> Option<&Hierarchy> {
         self.caches.as_deref()
+    }
+
+    /// The caches and memory of a timed design, to record what reaches DRAM (checks).
+    pub fn caches_mut(&mut self) -> Option<&mut Hierarchy> {
+        self.caches.as_deref_mut()
     }
 
     /// A reference the OS model makes on the program's behalf (a refill handler's instruction
@@ -596,12 +632,14 @@ impl System {
             s.memory = h.memory_stats();
             c.walk_memory = self.walk_cycles;
             // Level-1 TLB lookups are pipelined with the instruction; deeper levels add time.
+            let firsts = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
             let beyond_l1: u64 = self
                 .structures
                 .iter()
                 .zip(&s.tlb)
-                .filter(|(st, _)| st.level > 1)
-                .map(|(st, t)| st.latency * t.accesses)
+                .enumerate()
+                .filter(|(i, (st, _))| st.level > 1 && !firsts.contains(i))
+                .map(|(_, (st, t))| st.latency * t.accesses)
                 .sum();
             let cpi = self.config.time.as_ref().map_or(1.0, |t| t.cpi);
             let mut t = crate::stats::TimeStats {
@@ -611,9 +649,10 @@ impl System {
                 dcache: self.stall[1],
                 translation: beyond_l1 + c.walk_memory + c.refill_overhead,
                 faults: c.page_fault,
+                remap: self.os.shadow_stats().map_or(0, |s| s.cycles()),
                 cycles: 0,
             };
-            t.cycles = t.base + t.icache + t.dcache + t.translation + t.faults;
+            t.cycles = t.base + t.icache + t.dcache + t.translation + t.faults + t.remap;
             s.time = Some(t);
         }
         s
@@ -1233,9 +1272,13 @@ impl System {
                     self.unmapped = un;
                     r.map_err(|e| self.layout_error(e))?;
                 }
+                if matches!(self.os.shadow_policy(), ShadowPolicy::Heap | ShadowPolicy::All) {
+                    self.shadow_map(start, len, flags)?;
+                }
             }
             Record::Unmap { start, len } => {
                 self.stats.events.unmaps += 1;
+                let (start, len) = self.shadow_clip_unmap(start, len);
                 match &mut self.layout {
                     None => self.unmap_laid_out(start, len),
                     Some(l) => {
@@ -1302,6 +1345,7 @@ impl System {
                 };
                 for space in spaces {
                     self.unmap_range(Asid(space), Vpn(0), Vpn(u64::MAX));
+                    self.os.shadow_exit(Asid(space));
                     self.pt.remove_asid(Asid(space));
                     for (s, st) in self.structures.iter_mut().zip(&mut self.stats.tlb) {
                         st.invalidations += s.tlb.flush_asid(Asid(space));
@@ -1323,8 +1367,12 @@ impl System {
                     self.mach_event(r)?;
                 }
             }
-            Record::Syscall { .. } => {
+            Record::Syscall { nr, buf, len, .. } => {
                 self.stats.events.syscalls += 1;
+                if nr == crate::trace::sysno::MADVISE && len > 0 && self.os.shadow_policy() == ShadowPolicy::Markers {
+                    let asid = self.asid;
+                    self.shadow_change(|os, ops, sd| os.shadow_region(asid, buf, buf.saturating_add(len), ops, sd))?;
+                }
                 if self.mach.is_some() {
                     self.mach_event(r)?;
                 }
@@ -1333,6 +1381,99 @@ impl System {
             Record::Thread { .. } => self.stats.events.threads += 1,
         }
         Ok(())
+    }
+
+    /// Shadow superpages at map time (`heap`, `all`): heap growth goes to the modified `sbrk`,
+    /// other mappings are mapped in superpages whole (`all`) or when anonymous, private,
+    /// writable and at least `shadow.min_bytes` long (`heap`).
+    fn shadow_map(&mut self, start: u64, len: u64, flags: u32) -> Result<(), DesignError> {
+        use crate::trace::map_flags::{EXEC, FILE, HEAP, SHARED, STACK, WRITE};
+        let asid = self.asid;
+        let end = start.saturating_add(len);
+        if flags & HEAP != 0 {
+            return self.shadow_change(|os, ops, sd| os.shadow_heap_grow(asid, start, end, ops, sd).map(|_| ()));
+        }
+        let wanted = match self.os.shadow_policy() {
+            ShadowPolicy::All => true,
+            _ => {
+                flags & (FILE | SHARED | STACK | EXEC) == 0 && flags & WRITE != 0 && len >= self.config.shadow.min_bytes
+            }
+        };
+        if wanted {
+            self.shadow_change(|os, ops, sd| os.shadow_region(asid, start, end, ops, sd).map(|_| ()))?;
+        }
+        Ok(())
+    }
+
+    /// An unmap of the running process, less the part of its heap the modified `sbrk`
+    /// preallocated (it never gives memory back: a shrinking heap keeps its superpages).
+    fn shadow_clip_unmap(&self, start: u64, len: u64) -> (u64, u64) {
+        let Some((lo, hi)) = self.os.shadow_heap(self.asid) else {
+            return (start, len);
+        };
+        let end = start.saturating_add(len);
+        if start >= lo && start < hi {
+            let s = hi.min(end);
+            return (s, end - s);
+        }
+        (start, len)
+    }
+
+    /// Runs an OS change of shadow mappings, then what it asked of the memory side and the
+    /// page table.
+    fn shadow_change<T>(
+        &mut self,
+        f: impl FnOnce(&mut Os, &mut Vec<PtOp>, &mut Vec<(Asid, Vpn, Vpn)>) -> Result<T, OutOfMemory>,
+    ) -> Result<(), DesignError> {
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        let r = f(&mut self.os, &mut ops, &mut shootdown);
+        self.apply_mem();
+        self.apply(&ops, &shootdown);
+        self.ops = ops;
+        self.shootdown = shootdown;
+        r.map(|_| ()).map_err(|error| DesignError::OutOfMemory { config: self.config.name.clone(), error })
+    }
+
+    /// Applies the OS's memory-side operations: page flushes through the caches (the flush
+    /// loop's cycles per line of the first data level, plus the writebacks of dirty lines),
+    /// dropped lines, and the memory controller's table.
+    fn apply_mem(&mut self) {
+        let mut mem = std::mem::take(&mut self.mem_ops);
+        self.os.take_mem_ops(&mut mem);
+        if mem.is_empty() {
+            self.mem_ops = mem;
+            return;
+        }
+        let page = self.page_size.bytes();
+        let per_line = self.config.shadow.flush_line_cycles;
+        for op in &mem {
+            let Some(h) = self.caches.as_deref_mut() else {
+                break;
+            };
+            match *op {
+                MemOp::Flush { asid, va, pa } => {
+                    let loop_lines = h.first_line_shift(Route::Data).map_or(0, |s| page >> s);
+                    let (found, dirty, cycles) = match pa {
+                        Some(pa) => h.flush_page(asid, va, pa, page, true),
+                        None => (0, 0, 0),
+                    };
+                    self.os.shadow_flushed(found, dirty, loop_lines * per_line + cycles);
+                }
+                MemOp::Discard { asid, va, pa } => {
+                    h.flush_page(asid, va, pa, page, false);
+                }
+                MemOp::Table { shadow, real } => {
+                    if let Some(m) = h.mtlb_mut() {
+                        m.map(shadow, real);
+                    }
+                }
+            }
+        }
+        mem.clear();
+        self.mem_ops = mem;
     }
 
     /// The running process unmaps laid-out bytes `[start, start + len)`. Pages of a region shared
@@ -1372,6 +1513,7 @@ impl System {
         ops.clear();
         shootdown.clear();
         self.stats.events.pages_unmapped += self.os.unmap_range(asid, first, last, &mut ops, &mut shootdown);
+        self.apply_mem();
         self.apply(&ops, &shootdown);
         self.ops = ops;
         self.shootdown = shootdown;

@@ -154,6 +154,11 @@ impl Mtlb {
         (self.shadow_base, self.table.len() as u64)
     }
 
+    /// Physical address of the shadow-to-real table in DRAM.
+    pub fn table_base(&self) -> u64 {
+        self.table_base
+    }
+
     /// True if `pa` is a shadow address.
     #[inline]
     pub fn is_shadow(&self, pa: u64) -> bool {

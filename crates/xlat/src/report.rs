@@ -294,6 +294,31 @@ pub fn design_json(s: &System) -> Value {
             },
             "translation_share": t.translation_share(),
         });
+        if s.os().shadow_stats().is_some() {
+            doc["time"]["breakdown"]["remap"] = json!(t.remap);
+        }
+    }
+    if let Some(sh) = s.os().shadow_stats() {
+        doc["shadow"] = json!({
+            "policy": cfg.os.shadow_superpages.name(),
+            "method": match cfg.shadow.method {
+                crate::os::shadow::ShadowMethod::Remap => "remap",
+                crate::os::shadow::ShadowMethod::Copy => "copy",
+            },
+            "superpages": sh.superpages,
+            "live_superpages": sh.live_superpages,
+            "torn_down": sh.torn_down,
+            "failures": sh.failures,
+            "pages_remapped": sh.pages_remapped,
+            "pages_allocated": sh.pages_allocated,
+            "pages_copied": sh.pages_copied,
+            "lines_flushed": sh.lines_flushed,
+            "dirty_lines": sh.dirty_lines,
+            "flush_cycles": sh.flush_cycles,
+            "copy_cycles": sh.copy_cycles,
+            "page_cycles": sh.page_cycles,
+            "cycles": sh.cycles(),
+        });
     }
     doc
 }

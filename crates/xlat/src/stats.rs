@@ -143,6 +143,8 @@ pub struct TimeStats {
     pub translation: u64,
     /// Page faults.
     pub faults: u64,
+    /// The OS making and tearing down shadow superpages (flushes, copies, per-page work).
+    pub remap: u64,
 }
 
 impl TimeStats {

@@ -150,7 +150,7 @@ fn a_design_with_an_mtlb_passes_every_memory_request_through_it() {
     let base = "name='m'\n[[tlb]]\nname='T'\nentries=64\n[page_table]\nkind='radix'\n\
                 [[cache]]\nname='D'\nsize=4096\nline=32\nways=1\nserves='unified'\nlevel=1\nlatency=1\n";
     let with = format!(
-        "{base}[memory]\nlatency=60\ndram_bytes=1073741824\npa_bits=32\n[mtlb]\nentries=128\nways=2\n[os]\nmemory_bytes=1073741824\n"
+        "{base}[memory]\nlatency=60\ndram_bytes=1073741824\npa_bits=32\n[mtlb]\nentries=128\nways=2\n[os]\nmemory_bytes=1056964608\n"
     );
     let recs: Vec<Record> = (0..20_000u64)
         .map(|i| Record::Access {

@@ -89,6 +89,9 @@ pub struct OsConfig {
     /// The kernel modelled: `linux` (its references are not simulated) or `mach3` (bala94:
     /// kernel structures and page tables in mapped memory, IPC and system-call paths).
     pub personality: mach3::Personality,
+    /// Shadow superpages (swanson98 §2.3): `none`, `heap`, `all` or `markers` (default `none`);
+    /// the constants are in `[shadow]`.
+    pub shadow_superpages: shadow::ShadowPolicy,
 }
 
 impl OsConfig {
@@ -149,6 +152,12 @@ impl OsConfig {
                 ),
             ));
         }
+        if self.shadow_superpages != shadow::ShadowPolicy::None && self.reservation {
+            return Err(ParamError::new(
+                "os.shadow_superpages",
+                "shadow superpages are made of scattered frames: they need os.reservation = false",
+            ));
+        }
         if self.partial_subblock && !self.reservation {
             return Err(ParamError::new(
                 "os.partial_subblock",
@@ -173,6 +182,7 @@ impl Default for OsConfig {
             superpages: Superpages::None,
             partial_subblock: false,
             personality: mach3::Personality::Linux,
+            shadow_superpages: shadow::ShadowPolicy::None,
         }
     }
 }
@@ -327,6 +337,8 @@ pub struct Os {
     /// Scratch vectors of the base-page entry points.
     scratch_ops: Vec<PtOp>,
     scratch_sd: Vec<(Asid, Vpn, Vpn)>,
+    /// Shadow superpages (swanson98), when `os.shadow_superpages` is not `none`.
+    shadow: Option<Box<shadow::Shadow>>,
 }
 
 /// Mask of bits `lo..=hi`.
@@ -367,6 +379,7 @@ impl Os {
             stats: OsStats::default(),
             scratch_ops: Vec::new(),
             scratch_sd: Vec::new(),
+            shadow: None,
         }
     }
 }
@@ -469,6 +482,9 @@ impl Os {
         let mut removed = 0u64;
         let mut cursor = first.0;
         let bp = self.paging.block_pages;
+        if self.shadow.is_some() {
+            self.shadow_teardown(asid, first, last, ops, shootdown);
+        }
         while cursor <= last.0 {
             let Some((&(_, v), &pfn)) = self.resident.range((asid.0, cursor)..=(asid.0, last.0)).next() else {
                 break;
@@ -541,6 +557,7 @@ impl Os {
                     None => break,
                 }
             }
+            self.shadow_fork(parent, child, ops);
             return;
         }
         let bp = self.paging.block_pages;
@@ -571,6 +588,11 @@ impl Os {
     pub fn mapping(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
         let pfn = Pfn(*self.resident.get(&(asid.0, vpn.0))?);
         if !self.paging.reservation {
+            if self.shadow.is_some() {
+                if let Some(pte) = self.shadow_pte(asid, vpn) {
+                    return Some(pte);
+                }
+            }
             return Some(Pte::base(pfn, self.paging.page_size));
         }
         let b = &self.blocks[&(asid.0, vpn.0 / self.paging.block_pages)];
@@ -580,6 +602,12 @@ impl Os {
             Kind::Super => Pte { pfn, size, valid: 0 },
             Kind::Base | Kind::None => Pte::base(pfn, self.paging.page_size),
         })
+    }
+
+    /// The real frame the OS gave resident page `vpn` of `asid` (for a page of a shadow
+    /// superpage, the frame the memory controller's table maps its shadow page to).
+    pub fn frame(&self, asid: Asid, vpn: Vpn) -> Option<Pfn> {
+        self.resident.get(&(asid.0, vpn.0)).map(|&f| Pfn(f))
     }
 
     /// First frame of the reservation of the block holding `vpn` of `asid`, if the block has

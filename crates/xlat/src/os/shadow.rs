@@ -172,3 +172,563 @@ pub fn plan(start: u64, end: u64, sizes: &[u64]) -> Vec<(u64, u64)> {
     }
     out
 }
+
+/// When the OS builds shadow superpages (`os.shadow_superpages`, swanson98 §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShadowPolicy {
+    /// Never: base pages only.
+    #[default]
+    None,
+    /// At map time, for the heap (§2.3's modified `sbrk`: the first growth of the heap maps
+    /// `shadow.sbrk_initial` bytes in superpages, each later growth past them another
+    /// `shadow.sbrk_increment`; the heap never shrinks below what was mapped so) and for
+    /// anonymous private writable mappings of at least `shadow.min_bytes`.
+    Heap,
+    /// At map time, for every mapping (the heap as with `heap`).
+    All,
+    /// Where the program asks: a `madvise(MADV_HUGEPAGE)` system call in the trace names the
+    /// region (the paper's explicit `remap()` calls).
+    Markers,
+}
+
+impl ShadowPolicy {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShadowPolicy::None => "none",
+            ShadowPolicy::Heap => "heap",
+            ShadowPolicy::All => "all",
+            ShadowPolicy::Markers => "markers",
+        }
+    }
+}
+
+/// How a superpage gets the memory behind it (`shadow.method`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShadowMethod {
+    /// swanson98: the superpage maps a shadow region; the memory controller's TLB retranslates
+    /// each of its base pages to the frame the page already has (or a fresh one). Remapping
+    /// flushes the pages' lines from the caches (§2.3). Needs `[mtlb]`.
+    #[default]
+    Remap,
+    /// The conventional way (§3.3's comparison): an aligned block of contiguous frames, each
+    /// resident page copied into it (`shadow.copy_page_cycles` per page).
+    Copy,
+}
+
+/// `[shadow]`: the constants of shadow superpages (used when `os.shadow_superpages` is not
+/// `none`).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShadowConfig {
+    /// `remap` (through the memory controller's TLB) or `copy` (contiguous frames).
+    pub method: ShadowMethod,
+    /// `buckets` (§2.4, Figure 2) or `buddy`.
+    pub allocator: ShadowAllocator,
+    /// Superpage sizes in bytes and how many regions of each the shadow range holds, as
+    /// `[[bytes, count], ...]` (default Figure 2: 16 KB to 16 MB, 512 MB in all). With `buddy`
+    /// the range is the same total, split on demand; with `copy` only the sizes matter.
+    pub partition: Vec<(u64, u64)>,
+    /// First shadow address (default: the installed DRAM's end, rounded up to the largest
+    /// superpage).
+    pub base: Option<u64>,
+    /// `heap` and `all`: anonymous mappings smaller than this stay in base pages (default
+    /// 256 KB).
+    pub min_bytes: u64,
+    /// The modified `sbrk`'s first preallocation (§3.1, vortex: 8 MB).
+    pub sbrk_initial: u64,
+    /// Its later increments (§3.1, vortex: 2 MB).
+    pub sbrk_increment: u64,
+    /// Cycles of the flush loop per cache line of a remapped page, whether the line is cached
+    /// or not (one flush instruction per line on a single-issue core: 1); a dirty line adds
+    /// its write to memory.
+    pub flush_line_cycles: u64,
+    /// Cycles per remapped page besides the flush: finding the shadow region, the MTLB table
+    /// entries, the page-table update and the TLB purge (§3.3: em3d's remap of 1120 pages
+    /// spent 162,087 cycles beyond the flush, about 145 per page).
+    pub page_cycles: u64,
+    /// `copy`: cycles to copy one resident 4 KB page warm in the cache (§3.3: 11,400).
+    pub copy_page_cycles: u64,
+}
+
+impl Default for ShadowConfig {
+    fn default() -> Self {
+        ShadowConfig {
+            method: ShadowMethod::Remap,
+            allocator: ShadowAllocator::Buckets,
+            partition: FIGURE2.to_vec(),
+            base: None,
+            min_bytes: 256 << 10,
+            sbrk_initial: 8 << 20,
+            sbrk_increment: 2 << 20,
+            flush_line_cycles: 1,
+            page_cycles: 145,
+            copy_page_cycles: 11_400,
+        }
+    }
+}
+
+/// Counters of shadow superpages (JSON `shadow.*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShadowStats {
+    /// Superpages created.
+    pub superpages: u64,
+    /// Superpages now mapped (one per process mapping one).
+    pub live_superpages: u64,
+    /// Superpages torn down (their range unmapped in part or whole, or their process exited).
+    pub torn_down: u64,
+    /// Superpages the allocator had no region (or, `copy`, no aligned block) for: their pages
+    /// stay base pages.
+    pub failures: u64,
+    /// Base pages mapped into superpages (all pages of each superpage created).
+    pub pages_remapped: u64,
+    /// Of them, pages that had no frame yet and got one at creation (eager allocation).
+    pub pages_allocated: u64,
+    /// `copy`: resident pages copied into a superpage's frames.
+    pub pages_copied: u64,
+    /// Cache lines found and flushed when mappings changed.
+    pub lines_flushed: u64,
+    /// Of them, dirty lines written back to memory.
+    pub dirty_lines: u64,
+    /// Cycles of the flush loops (creation and teardown), their writebacks included.
+    pub flush_cycles: u64,
+    /// `copy`: cycles copying pages.
+    pub copy_cycles: u64,
+    /// Cycles of the per-page work besides flushing and copying.
+    pub page_cycles: u64,
+}
+
+impl ShadowStats {
+    /// All cycles the OS spent on shadow superpages.
+    pub fn cycles(&self) -> u64 {
+        self.flush_cycles + self.copy_cycles + self.page_cycles
+    }
+}
+
+/// What the memory side must do when shadow mappings change, applied by the engine in order
+/// before the page-table operations of the same call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemOp {
+    /// Flush the page at virtual `va` (physical `pa`, as the processor addresses it; `None`:
+    /// not resident, so only the loop's cost) of address space `asid` from every cache level:
+    /// dirty lines are written to memory, every line is invalidated.
+    Flush {
+        /// Address space.
+        asid: u32,
+        /// The page's virtual address.
+        va: u64,
+        /// Its physical address before the change.
+        pa: Option<u64>,
+    },
+    /// Drop the lines of a page whose contents moved elsewhere (a copied page's old frame):
+    /// invalidated, nothing written.
+    Discard {
+        /// Address space.
+        asid: u32,
+        /// The page's virtual address.
+        va: u64,
+        /// Its old physical address.
+        pa: u64,
+    },
+    /// Set the memory controller's table entry of shadow frame `shadow` (and purge the MTLB's
+    /// copy).
+    Table {
+        /// Shadow frame.
+        shadow: u64,
+        /// Real frame, or `None` to unmap.
+        real: Option<u64>,
+    },
+}
+
+/// One superpage mapped by one process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Super {
+    /// Base pages.
+    pub pages: u64,
+    /// First frame as the processor sees it: a shadow frame (`remap`) or the block's first
+    /// real frame (`copy`).
+    pub base: u64,
+}
+
+/// The OS's shadow-superpage state (inside [`super::Os`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Shadow {
+    pub policy: ShadowPolicy,
+    pub cfg: ShadowConfig,
+    /// Superpage sizes in base pages, ascending.
+    pub sizes: Vec<u64>,
+    /// Shadow regions (`remap`); `None` with `copy`.
+    pub pool: Option<ShadowPool>,
+    /// (asid, first vpn) -> superpage.
+    pub supers: std::collections::BTreeMap<(u32, u64), Super>,
+    /// Processes mapping each superpage base frame (more than one after fork).
+    pub refs: std::collections::HashMap<u64, u32>,
+    /// Per process: the heap's VPN range preallocated in superpages so far (first, end).
+    pub heap: std::collections::HashMap<u32, (u64, u64)>,
+    pub ops: Vec<MemOp>,
+    pub stats: ShadowStats,
+}
+
+impl Shadow {
+    /// The state for `policy` and `cfg` over base pages of `page_bytes`; `shadow_range` is the
+    /// memory controller's shadow range `[start, end)` (needed by `remap`). Errors name the key.
+    pub fn new(
+        policy: ShadowPolicy,
+        cfg: &ShadowConfig,
+        page_bytes: u64,
+        shadow_range: Option<(u64, u64)>,
+    ) -> Result<Shadow, crate::pt::ParamError> {
+        use crate::pt::ParamError;
+        let bad = |key: &str, m: String| ParamError::new(key, m);
+        if cfg.partition.is_empty()
+            || cfg.partition.iter().any(|&(s, n)| !s.is_power_of_two() || s <= page_bytes || s >= 1 << 40 || n == 0)
+        {
+            return Err(bad(
+                "shadow.partition",
+                format!(
+                    "expected [[bytes, count], ...] with sizes powers of two above the page size ({page_bytes}) and \
+                     counts > 0, got {:?}",
+                    cfg.partition
+                ),
+            ));
+        }
+        let mut sizes: Vec<u64> = cfg.partition.iter().map(|p| p.0).collect();
+        sizes.sort_unstable();
+        if sizes.windows(2).any(|w| w[0] == w[1]) {
+            return Err(bad("shadow.partition", "each superpage size may appear once".into()));
+        }
+        for (key, v) in [("shadow.sbrk_initial", cfg.sbrk_initial), ("shadow.sbrk_increment", cfg.sbrk_increment)] {
+            if v == 0 || v % page_bytes != 0 {
+                return Err(bad(key, format!("must be a positive multiple of the page size ({page_bytes}), got {v}")));
+            }
+        }
+        let largest = *sizes.last().expect("non-empty");
+        let pool = match cfg.method {
+            ShadowMethod::Copy => None,
+            ShadowMethod::Remap => {
+                let (lo, hi) = shadow_range.ok_or_else(|| {
+                    bad(
+                        "shadow.method",
+                        "\"remap\" maps superpages to shadow addresses that the memory controller's TLB \
+                         retranslates: it needs [mtlb] (with [[cache]] levels and memory.dram_bytes, pa_bits)"
+                            .into(),
+                    )
+                })?;
+                let base = cfg.base.unwrap_or(lo.div_ceil(largest) * largest);
+                let total: u64 = cfg.partition.iter().map(|&(s, n)| s.saturating_mul(n)).fold(0, u64::saturating_add);
+                let pool = match cfg.allocator {
+                    ShadowAllocator::Buckets => ShadowPool::buckets(base, &cfg.partition),
+                    ShadowAllocator::Buddy => ShadowPool::buddy(base, total.div_ceil(largest) * largest, &sizes),
+                }
+                .map_err(|m| bad("shadow.base", m))?;
+                let (b, n) = pool.range();
+                if b < lo || b.checked_add(n).map_or(true, |end| end > hi) {
+                    return Err(bad(
+                        "shadow.partition",
+                        format!(
+                            "the shadow regions [{b:#x}, {:#x}) must lie in the shadow range [{lo:#x}, {hi:#x}) \
+                             above the installed DRAM (memory.dram_bytes .. 2^memory.pa_bits)",
+                            b.saturating_add(n)
+                        ),
+                    ));
+                }
+                Some(pool)
+            }
+        };
+        Ok(Shadow {
+            policy,
+            cfg: cfg.clone(),
+            sizes: sizes.iter().map(|s| s / page_bytes).collect(),
+            pool,
+            supers: Default::default(),
+            refs: Default::default(),
+            heap: Default::default(),
+            ops: Vec::new(),
+            stats: ShadowStats::default(),
+        })
+    }
+
+    /// The superpage of `asid` holding `vpn`: (first vpn, superpage).
+    pub fn covering(&self, asid: u32, vpn: u64) -> Option<(u64, Super)> {
+        let (&(a, first), &s) = self.supers.range(..=(asid, vpn)).next_back()?;
+        (a == asid && vpn < first + s.pages).then_some((first, s))
+    }
+
+    /// Superpages of `asid` overlapping `[first, last]`, as (first vpn, superpage).
+    pub fn overlapping(&self, asid: u32, first: u64, last: u64) -> Vec<(u64, Super)> {
+        let mut v: Vec<(u64, Super)> = self.covering(asid, first).into_iter().collect();
+        let from = first.saturating_add(1);
+        if from <= last {
+            v.extend(self.supers.range((asid, from)..=(asid, last)).map(|(&(_, f), &s)| (f, s)));
+        }
+        v
+    }
+}
+
+use super::{Os, OutOfMemory, PtOp};
+use crate::addr::{Asid, PageSize, Pfn, Vpn};
+use crate::pt::Pte;
+
+impl Os {
+    /// This OS with shadow superpages (`os.shadow_superpages` other than `none`).
+    pub(crate) fn set_shadow(&mut self, s: Shadow) {
+        self.shadow = Some(Box::new(s));
+    }
+
+    /// When this OS builds shadow superpages.
+    pub fn shadow_policy(&self) -> ShadowPolicy {
+        self.shadow.as_ref().map_or(ShadowPolicy::None, |s| s.policy)
+    }
+
+    /// Shadow-superpage counters, if the OS builds them.
+    pub fn shadow_stats(&self) -> Option<ShadowStats> {
+        self.shadow.as_ref().map(|s| ShadowStats { live_superpages: s.supers.len() as u64, ..s.stats })
+    }
+
+    /// Moves the memory-side operations asked for since the last call into `out` (cleared
+    /// first).
+    pub fn take_mem_ops(&mut self, out: &mut Vec<MemOp>) {
+        out.clear();
+        if let Some(s) = &mut self.shadow {
+            std::mem::swap(out, &mut s.ops);
+        }
+    }
+
+    /// The engine's account of a flush: lines found, dirty lines written, cycles.
+    pub fn shadow_flushed(&mut self, lines: u64, dirty: u64, cycles: u64) {
+        if let Some(s) = &mut self.shadow {
+            s.stats.lines_flushed += lines;
+            s.stats.dirty_lines += dirty;
+            s.stats.flush_cycles += cycles;
+        }
+    }
+
+    /// The shadow superpage of `asid` holding `vpn`: its PTE for `vpn`.
+    pub(crate) fn shadow_pte(&self, asid: Asid, vpn: Vpn) -> Option<Pte> {
+        let (first, s) = self.shadow.as_ref()?.covering(asid.0, vpn.0)?;
+        let shift = self.paging.page_size.shift() + s.pages.trailing_zeros();
+        Some(Pte {
+            pfn: Pfn(s.base + (vpn.0 - first)),
+            size: PageSize::from_shift(shift).expect("validated superpage size"),
+            valid: 0,
+        })
+    }
+
+    /// The heap's bytes `[start, end)` preallocated in superpages for `asid` (§2.3's modified
+    /// `sbrk`), if any.
+    pub fn shadow_heap(&self, asid: Asid) -> Option<(u64, u64)> {
+        self.shadow.as_ref()?.heap.get(&asid.0).copied()
+    }
+
+    /// The heap of `asid` grew to cover `[start, end)`: the modified `sbrk` maps
+    /// `shadow.sbrk_initial` bytes in superpages at its first growth and
+    /// `shadow.sbrk_increment` more each time it grows past what is mapped.
+    pub fn shadow_heap_grow(
+        &mut self,
+        asid: Asid,
+        start: u64,
+        end: u64,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<(), OutOfMemory> {
+        let Some(s) = &self.shadow else {
+            return Ok(());
+        };
+        let (initial, increment) = (s.cfg.sbrk_initial, s.cfg.sbrk_increment);
+        let (lo, mut hi) = s.heap.get(&asid.0).copied().unwrap_or((start, start));
+        while hi < end {
+            let chunk = if hi == lo { initial } else { increment };
+            let next = hi.saturating_add(chunk);
+            self.shadow.as_mut().expect("shadow").heap.insert(asid.0, (lo, next));
+            self.shadow_region(asid, hi, next, ops, shootdown)?;
+            hi = next;
+        }
+        Ok(())
+    }
+
+    /// Maps the virtual bytes `[start, end)` of `asid` in superpages by §2.4's algorithm:
+    /// from the first address aligned to the smallest superpage, maximal superpages; what
+    /// lies before it and a tail smaller than the smallest superpage stay base pages, as do
+    /// superpages that would overlap one already there or that find no shadow region (or,
+    /// `copy`, no aligned block of frames). Every page of a superpage gets a frame now (the
+    /// one it has, or a fresh one); `remap` flushes the pages' lines from the caches and fills
+    /// the memory controller's table, `copy` copies the resident pages into the new frames.
+    /// Returns the superpages made.
+    pub fn shadow_region(
+        &mut self,
+        asid: Asid,
+        start: u64,
+        end: u64,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<u64, OutOfMemory> {
+        let Some(mut sh) = self.shadow.take() else {
+            return Ok(0);
+        };
+        let r = self.shadow_region_in(&mut sh, asid, start, end, ops, shootdown);
+        self.shadow = Some(sh);
+        r
+    }
+
+    fn shadow_region_in(
+        &mut self,
+        sh: &mut Shadow,
+        asid: Asid,
+        start: u64,
+        end: u64,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<u64, OutOfMemory> {
+        let shift = self.paging.page_size.shift();
+        let sizes: Vec<u64> = sh.sizes.iter().map(|p| p << shift).collect();
+        let mut made = 0;
+        for (va, bytes) in plan(start, end, &sizes) {
+            let (first, pages) = (va >> shift, bytes >> shift);
+            if !sh.overlapping(asid.0, first, first + pages - 1).is_empty() {
+                continue;
+            }
+            let base = match sh.cfg.method {
+                ShadowMethod::Remap => sh.pool.as_mut().expect("remap has a pool").alloc(bytes).map(|a| a >> shift),
+                ShadowMethod::Copy => self.frames.alloc_block(pages),
+            };
+            let Some(base) = base else {
+                sh.stats.failures += 1;
+                continue;
+            };
+            let mut copied = 0;
+            for j in 0..pages {
+                let vpn = first + j;
+                let va = vpn << shift;
+                let old = self.resident.get(&(asid.0, vpn)).copied();
+                if old.is_some() {
+                    ops.push(PtOp::Unmap(asid, Vpn(vpn)));
+                }
+                match sh.cfg.method {
+                    ShadowMethod::Remap => {
+                        let real = match old {
+                            Some(f) => f,
+                            None => {
+                                let f = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+                                self.resident.insert((asid.0, vpn), f);
+                                sh.stats.pages_allocated += 1;
+                                f
+                            }
+                        };
+                        sh.ops.push(MemOp::Flush { asid: asid.0, va, pa: old.map(|f| f << shift) });
+                        sh.ops.push(MemOp::Table { shadow: base + j, real: Some(real) });
+                    }
+                    ShadowMethod::Copy => {
+                        match old {
+                            Some(f) => {
+                                sh.ops.push(MemOp::Discard { asid: asid.0, va, pa: f << shift });
+                                self.release(f, None);
+                                copied += 1;
+                            }
+                            None => sh.stats.pages_allocated += 1,
+                        }
+                        self.resident.insert((asid.0, vpn), base + j);
+                    }
+                }
+            }
+            let size = PageSize::from_shift(shift + pages.trailing_zeros()).expect("validated superpage size");
+            ops.push(PtOp::Map(asid, Vpn(first), Pte { pfn: Pfn(base), size, valid: 0 }));
+            shootdown.push((asid, Vpn(first), Vpn(first + pages - 1)));
+            sh.supers.insert((asid.0, first), Super { pages, base });
+            *sh.refs.entry(base).or_insert(0) += 1;
+            let st = &mut sh.stats;
+            st.superpages += 1;
+            st.pages_remapped += pages;
+            st.pages_copied += copied;
+            st.copy_cycles += copied * sh.cfg.copy_page_cycles;
+            st.page_cycles += pages * sh.cfg.page_cycles;
+            made += 1;
+        }
+        Ok(made)
+    }
+
+    /// Before unmapping `[first, last]` of `asid`: tears down the superpages overlapping it.
+    /// Their pages that stay resident go back to base PTEs of their real frames; with `remap`
+    /// the lines cached under the shadow addresses are flushed (through the controller, whose
+    /// table still maps them) and, once no process maps the region, its table entries are
+    /// cleared and the region returns to the pool.
+    pub(crate) fn shadow_teardown(
+        &mut self,
+        asid: Asid,
+        first: Vpn,
+        last: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) {
+        let Some(sh) = self.shadow.as_deref_mut() else {
+            return;
+        };
+        let shift = self.paging.page_size.shift();
+        for (f, s) in sh.overlapping(asid.0, first.0, last.0) {
+            sh.supers.remove(&(asid.0, f));
+            ops.push(PtOp::Unmap(asid, Vpn(f)));
+            shootdown.push((asid, Vpn(f), Vpn(f + s.pages - 1)));
+            for j in 0..s.pages {
+                let vpn = f + j;
+                if sh.cfg.method == ShadowMethod::Remap {
+                    sh.ops.push(MemOp::Flush { asid: asid.0, va: vpn << shift, pa: Some((s.base + j) << shift) });
+                }
+                if vpn < first.0 || vpn > last.0 {
+                    if let Some(&fr) = self.resident.get(&(asid.0, vpn)) {
+                        ops.push(PtOp::Map(asid, Vpn(vpn), Pte::base(Pfn(fr), self.paging.page_size)));
+                    }
+                }
+            }
+            let refs = sh.refs.get_mut(&s.base).expect("a mapped superpage has references");
+            *refs -= 1;
+            if *refs == 0 {
+                sh.refs.remove(&s.base);
+                if let Some(pool) = &mut sh.pool {
+                    for j in 0..s.pages {
+                        sh.ops.push(MemOp::Table { shadow: s.base + j, real: None });
+                    }
+                    pool.free(s.base << shift, s.pages << shift);
+                }
+            }
+            sh.stats.torn_down += 1;
+        }
+    }
+
+    /// Fork: the child maps the parent's superpages too (the same shadow regions or frame
+    /// blocks). Returns true if `vpn` of `parent` is in one (its base PTE is not wanted).
+    pub(crate) fn shadow_fork(&mut self, parent: Asid, child: Asid, ops: &mut Vec<PtOp>) {
+        let Some(sh) = self.shadow.as_deref_mut() else {
+            return;
+        };
+        let shift = self.paging.page_size.shift();
+        let theirs: Vec<(u64, Super)> =
+            sh.supers.range((parent.0, 0)..=(parent.0, u64::MAX)).map(|(&(_, f), &s)| (f, s)).collect();
+        for (f, s) in theirs {
+            if !sh.overlapping(child.0, f, f + s.pages - 1).is_empty() {
+                continue;
+            }
+            // Only when the child's pages are the parent's (they were copied by this fork).
+            if (0..s.pages).any(|j| self.resident.get(&(child.0, f + j)) != self.resident.get(&(parent.0, f + j))) {
+                continue;
+            }
+            for j in 0..s.pages {
+                ops.push(PtOp::Unmap(child, Vpn(f + j)));
+            }
+            let size = PageSize::from_shift(shift + s.pages.trailing_zeros()).expect("validated superpage size");
+            ops.push(PtOp::Map(child, Vpn(f), Pte { pfn: Pfn(s.base), size, valid: 0 }));
+            sh.supers.insert((child.0, f), s);
+            *sh.refs.entry(s.base).or_insert(0) += 1;
+        }
+        if let Some(&h) = sh.heap.get(&parent.0) {
+            sh.heap.entry(child.0).or_insert(h);
+        }
+    }
+
+    /// A process exited: forget its heap preallocation.
+    pub(crate) fn shadow_exit(&mut self, asid: Asid) {
+        if let Some(sh) = self.shadow.as_deref_mut() {
+            sh.heap.remove(&asid.0);
+        }
+    }
+}
