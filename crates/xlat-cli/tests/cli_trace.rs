@@ -52,6 +52,26 @@ int main(void) {
 }
 "#;
 
+/// Maps two regions (768 KB and 64 KB), asks for huge pages on the first
+/// (`madvise(MADV_HUGEPAGE)`, swanson98's `remap()`) and gives the second other advice
+/// (`MADV_WILLNEED`), touches both, and prints the first region's address and length.
+const MADVISE_C: &str = r#"
+#include <stdio.h>
+#include <sys/mman.h>
+int main(void) {
+    size_t big = 768 << 10, small = 64 << 10;
+    char *a = mmap(0, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *b = mmap(0, small, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == MAP_FAILED || b == MAP_FAILED) return 1;
+    madvise(a, big, MADV_HUGEPAGE);
+    madvise(b, small, MADV_WILLNEED);
+    for (size_t i = 0; i < big; i += 4096) a[i] = 1;
+    for (size_t i = 0; i < small; i += 4096) b[i] = 2;
+    printf("%lu %lu\n", (unsigned long)a, (unsigned long)big);
+    return 0;
+}
+"#;
+
 /// Compiles `src` once per test binary into a persistent temporary directory.
 fn compile(name: &str, src: &str, extra: &[&str]) -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -416,6 +436,47 @@ fn map_and_unmap_events_carry_the_program_s_ranges() {
     assert_eq!(big.len(), 1, "one 1 MB map: {maps:?}");
     assert_eq!(big[0].0, 0, "mapped by the parent");
     assert!(unmaps.iter().any(|u| u.0 == 0 && u.1 == big[0].1 && u.2 == 1 << 20), "{unmaps:?}");
+}
+
+/// `madvise(addr, length, MADV_HUGEPAGE)` becomes a `Syscall` record naming the region
+/// (`buf` = addr, `len` = length, no descriptor), inside the `Map` of that region; `madvise`
+/// with other advice names none.
+#[test]
+fn madvise_hugepage_names_its_region() {
+    use xlat::trace::sysno;
+    let prog = compile("madvise", MADVISE_C, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("madvise.xtr");
+    let printed = stdout(&ok(run(&["trace", "-o", s(&out), "--", s(&prog)])));
+    let v: Vec<u64> = printed.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let (addr, length) = (v[0], v[1]);
+    let recs = records(&out);
+    let madvises: Vec<(u8, u32, u64, u64)> = recs
+        .iter()
+        .filter_map(|r| match *r {
+            Record::Syscall { nr, fd, object, buf, len } if nr == sysno::MADVISE => Some((fd, object, buf, len)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(madvises.len(), 2, "{madvises:?}");
+    assert_eq!(madvises[0], (0, 0, addr, length), "the MADV_HUGEPAGE call names its region");
+    assert_eq!(madvises[1], (0, 0, 0, 0), "other advice names none");
+    // The region is the one the program mapped (one Map record of its length), mapped before.
+    let advised =
+        recs.iter().position(|r| matches!(r, Record::Syscall { nr, len, .. } if *nr == sysno::MADVISE && *len > 0));
+    let mapped =
+        recs.iter().position(|r| matches!(*r, Record::Map { start, len, .. } if start == addr && len == length));
+    assert!(mapped.is_some() && mapped < advised, "a Map of [{addr:#x}, +{length}) before the madvise");
+}
+
+/// Every record of an xtr file.
+fn records(path: &Path) -> Vec<Record> {
+    let mut r = xlat::trace::open::open_reader(s(path), None).unwrap();
+    let (mut all, mut buf) = (Vec::new(), Vec::new());
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        all.extend_from_slice(&buf);
+    }
+    all
 }
 
 #[test]

@@ -320,3 +320,67 @@ fn extreme_by_hand_each_child_maps_the_file_and_executes_its_pages() {
         assert!(set.values().all(|p| p.len() as u64 == pages), "each child touches all p pages: {set:?}");
     }
 }
+
+/// swanson98's programs (`radix`, `em3d`, `compress`) build, run natively with small arguments,
+/// check their own results and say so; bad arguments are a usage error (status 2).
+#[test]
+fn swanson98_programs_run_natively_and_check_their_results() {
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("radix", &["20000"], "sorted"),
+        ("radix", &["5000", "16", "2147483648"], "8 passes"),
+        ("em3d", &["300", "10", "5"], "checked"),
+        ("compress", &["40", "2"], "decompressed equal"),
+    ];
+    for (name, args, says) in cases {
+        let prog = workloads::program(name).unwrap_or_else(|e| panic!("{e}"));
+        let out = Command::new(&prog).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name} {args:?}: {}", describe(&out));
+        assert_eq!(text.lines().count(), 1, "{name}: one summary line: {text}");
+        assert!(text.starts_with(&format!("{name}: ")) && text.contains(says), "{name} {args:?}: {text}");
+        assert!(!text.contains("WRONG"), "{text}");
+        let bad = Command::new(&prog).arg("0").output().unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{name} 0: {}", describe(&bad));
+    }
+}
+
+/// Traced, the programs ask for superpages (`madvise(MADV_HUGEPAGE)`, the paper's `remap()`)
+/// on exactly their large regions: radix on the one mapping of its key and rank arrays, compress
+/// on its tables and its three buffers, each a `Map` record of the same range made before.
+#[test]
+fn swanson98_programs_advise_huge_pages_on_their_mapped_regions() {
+    use xlat::trace::{sysno, Record};
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("cache");
+    ok(run(&["workloads", "build", "--size", "small", "--only", "radix,compress", "--no-snapshot", "--dir", s(&dir)]));
+    let m = manifest();
+    let small = |name: &str| m.workload.iter().find(|w| w.name == name).unwrap().small.n;
+    for (name, regions) in [("radix", 1), ("compress", 4)] {
+        let (mut maps, mut advised) = (Vec::new(), Vec::new());
+        for r in records(&dir.join(format!("{name}.xtr"))) {
+            match r {
+                Record::Map { start, len, .. } => maps.push((start, len)),
+                Record::Syscall { nr, fd, object, buf, len } if nr == sysno::MADVISE && len > 0 => {
+                    assert_eq!((fd, object), (0, 0), "{name}: no descriptor");
+                    let mapped = maps.iter().any(|&(s, l)| s == buf && l == len);
+                    assert!(mapped, "{name}: madvise [{buf:#x}, +{len}) is not a mapping made before: {maps:?}");
+                    advised.push(len);
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(advised.len(), regions, "{name}: {advised:?}");
+        let out = std::fs::read_to_string(dir.join(format!("{name}.out"))).unwrap();
+        match name {
+            // Both key arrays (n 4-byte keys each) and the ranks in one region.
+            "radix" => assert!(advised[0] > 2 * 4 * small(name), "{advised:?}"),
+            // The tables (htab of 69001 longs, codetab of 69001 shorts), then three buffers of n
+            // thousand characters.
+            _ => {
+                assert!(advised[0] >= 69001 * 10, "{advised:?}");
+                assert!(advised[1..].iter().all(|&l| l == advised[1] && l >= 1000 * small(name)), "{advised:?}");
+            }
+        }
+        assert!(out.contains("sorted") || out.contains("decompressed equal"), "{name}: {out}");
+    }
+}

@@ -444,6 +444,7 @@ enum {
     SYS_MUNMAP = 11,
     SYS_BRK = 12,
     SYS_MREMAP = 25,
+    SYS_MADVISE = 28,
     SYS_CLONE = 56,
     SYS_FORK = 57,
     SYS_VFORK = 58,
@@ -483,6 +484,7 @@ enum {
 #define PROT_WRITE 2
 #define PROT_EXEC 4
 #define MAP_SHARED 1
+#define MADV_HUGEPAGE 14
 #define MAP_ANONYMOUS 0x20
 #define MREMAP_FIXED 2
 
@@ -739,7 +741,8 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
         /* Every call: its number and, for calls that move a buffer through a descriptor, the
            descriptor's kind and object (the guest's descriptors are the host's), the buffer and
            its length. fd byte: 1 file, 2 pipe, 3 socket; 0x10 the call fills the buffer, 0x20 it
-           sends it. */
+           sends it. madvise(addr, length, MADV_HUGEPAGE) names its region as the buffer (no
+           descriptor); other advice names none. */
         uint8_t fd = 0;
         uint64_t dev = 0, ino = 0, buf = 0, len = 0;
         bool into = num == SYS_READ || num == SYS_PREAD64 || num == SYS_RECVFROM || num == SYS_READV ||
@@ -754,6 +757,8 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
             if (num != SYS_READV && num != SYS_WRITEV && num != SYS_RECVMSG && num != SYS_SENDMSG) {
                 buf = a2, len = a3;
             }
+        } else if (num == SYS_MADVISE && a3 == MADV_HUGEPAGE) {
+            buf = a1, len = a2;
         }
         room(b, 38);
         put8(b, R_SYSCALL);

@@ -30,6 +30,9 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("ctx-ring", include_str!("../../../workloads/src/ctx-ring.c")),
     ("mdb", include_str!("../../../workloads/src/mdb.c")),
     ("bigmsg", include_str!("../../../workloads/src/bigmsg.c")),
+    ("radix", include_str!("../../../workloads/src/radix.c")),
+    ("em3d", include_str!("../../../workloads/src/em3d.c")),
+    ("compress", include_str!("../../../workloads/src/compress.c")),
 ];
 
 /// The built program `name` of [`PROGRAMS`], compiling it on first use.

@@ -72,6 +72,17 @@ pub mod fd_kind {
     pub const FROM_BUF: u8 = 0x20;
 }
 
+/// The traced system call numbers and arguments the models interpret (x86-64, the architecture
+/// the tracer runs).
+pub mod sysno {
+    /// x86-64 `madvise(addr, length, advice)`.
+    pub const MADVISE: u16 = 28;
+    /// The `advice` asking for transparent huge pages on a region (Linux `MADV_HUGEPAGE`): a
+    /// traced [`MADVISE`](self::MADVISE) with this advice names its region as the record's
+    /// `buf` and `len`.
+    pub const MADV_HUGEPAGE: u64 = 14;
+}
+
 /// One trace record. Kept small (24 bytes) because batches of them flow through the hot loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -143,6 +154,10 @@ pub enum Record {
     /// descriptor of kind `fd` ([`fd_kind`]) open on object `object` (0: none or not known),
     /// with buffer `buf` of `len` bytes (0 if the call has none). A pipe or socket write that
     /// another traced process reads is followed by an `Ipc` record.
+    ///
+    /// A `madvise` record ([`sysno::MADVISE`]) with `len > 0` is a `MADV_HUGEPAGE` request
+    /// over `[buf, buf + len)` (`fd` and `object` 0; other advice leaves `buf` and `len` 0): the
+    /// OS models take it as a request for superpages on that region (swanson98's `remap()`).
     Syscall {
         /// System call number.
         nr: u16,

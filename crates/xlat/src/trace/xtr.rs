@@ -990,6 +990,24 @@ mod tests {
         assert_eq!(&raw[header..], &[0x49, 0x00, 0x10, 0x04, 0x25, 0x08, tag::END, 2]);
     }
 
+    /// System call records keep their buffer and length: a descriptor call's, and a
+    /// `madvise(MADV_HUGEPAGE)`'s region (64-bit addresses and lengths).
+    #[test]
+    fn syscall_records_round_trip_with_their_regions() {
+        use super::super::{fd_kind, sysno};
+        let a = Record::Access { kind: Kind::Load, size: 8, addr: 0x7f12_3456_7000 };
+        let recs = vec![
+            a,
+            Record::Syscall { nr: sysno::MADVISE, fd: 0, object: 0, buf: 0x7f12_3400_0000, len: 8 << 20 },
+            Record::Syscall { nr: sysno::MADVISE, fd: 0, object: 0, buf: 0, len: 0 },
+            Record::Syscall { nr: 1, fd: fd_kind::PIPE | fd_kind::FROM_BUF, object: 3, buf: u64::MAX, len: u64::MAX },
+            a,
+        ];
+        for c in [Compression::None, Compression::Zstd] {
+            assert_eq!(decode(&encode_to_vec(&recs, c).unwrap()).unwrap(), recs);
+        }
+    }
+
     #[test]
     fn extension_records_are_skipped() {
         let mut w = XtrWriter::with_options(
