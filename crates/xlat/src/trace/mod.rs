@@ -179,15 +179,6 @@ pub enum Record {
     },
 }
 
-/// System call numbers (x86-64, the traced architecture) that the OS models interpret.
-pub mod sysno {
-    /// `madvise`: a [`super::Record::Syscall`] of it with `len > 0` is a `MADV_HUGEPAGE` request
-    /// over `[buf, buf + len)` (the tracer fills `buf` and `len` for that advice only).
-    pub const MADVISE: u16 = 28;
-    /// `madvise`'s advice asking for huge pages on a region.
-    pub const MADV_HUGEPAGE: u64 = 14;
-}
-
 /// Bits of [`Record::Map`]'s `flags`.
 pub mod map_flags {
     /// Readable.
