@@ -89,7 +89,8 @@ enum Command {
     Trace(trace_cmd::TraceArgs),
     /// Build or list the reproducible suite of real programs (`workloads/manifest.toml`).
     Workloads(workloads_cmd::WorkloadsArgs),
-    /// Reproduce a paper's figures and claims on the workload suite (talluri95).
+    /// Reproduce a paper's figures and claims on the workload suite (talluri95, chapman03, gray05,
+    /// bala94, swanson98).
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Sweep a design space: parameters varied by path over traces, one table (CSV, Parquet).
     Sweep(sweep_cmd::SweepArgs),

@@ -13,6 +13,9 @@ use xlat::workloads::{self, Manifest, Size};
 const QUICK: &[&str] = &["gzip", "sort", "sqlite3", "python-dict", "sparse-heap", "pipeline"];
 /// The workloads of gray05's `--quick`.
 const QUICK_GRAY05: &[&str] = &["gzip", "sort", "sqlite3", "pipeline"];
+/// swanson98's workloads: quick, and full size (cc1 takes half a minute to trace even small).
+const QUICK_SWANSON98: &[&str] = &["radix", "em3d", "compress", "sqlite3"];
+const SWANSON98: &[&str] = &["radix", "em3d", "compress", "cc1", "sqlite3"];
 /// References simulated per workload in `--quick`.
 const QUICK_REFS: u64 = 4_000_000;
 
@@ -20,15 +23,17 @@ const QUICK_REFS: u64 = 4_000_000;
 pub struct ReproduceArgs {
     /// The paper: talluri95 (page tables, superpage and subblock TLBs), chapman03 (Itanium
     /// short and long VHPT, TLB-entry sharing), gray05 (hardware walker, long VHPT size),
-    /// bala94 (Mach 3.0's kernel TLB misses, PTLB and STLB).
-    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94"])]
+    /// bala94 (Mach 3.0's kernel TLB misses, PTLB and STLB), swanson98 (superpages through
+    /// shadow addresses and a memory-controller TLB).
+    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94", "swanson98"])]
     paper: String,
     /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md
     /// (default: reproduce-PAPER).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// A few small workloads (chapman03: a few points of each sweep), the first 4 M references
-    /// of each: minutes instead of hours (what the test command runs).
+    /// of each (swanson98: whole small traces): minutes instead of hours (what the test command
+    /// runs).
     #[arg(long)]
     quick: bool,
     /// Suite size (default: small with --quick, else full).
@@ -77,6 +82,8 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         a.only.clone()
     } else if a.quick && a.paper == "gray05" {
         QUICK_GRAY05.iter().map(|s| s.to_string()).collect()
+    } else if a.paper == "swanson98" {
+        (if a.quick { QUICK_SWANSON98 } else { SWANSON98 }).iter().map(|s| s.to_string()).collect()
     } else if a.quick {
         QUICK.iter().map(|s| s.to_string()).collect()
     } else {
@@ -111,9 +118,15 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         });
     }
     let opts = Options {
-        max_refs: a.max_refs.or(if a.quick { Some(QUICK_REFS) } else { None }),
+        // swanson98's programs remap their data after setting it up: whole traces.
+        max_refs: a.max_refs.or(if a.quick && a.paper != "swanson98" { Some(QUICK_REFS) } else { None }),
         reservation_failure: a.reservation_failure,
     };
+    if a.paper == "swanson98" {
+        let res = reproduce::swanson98::swanson98(&inputs, &opts, !a.quick, &mut |m| eprintln!("{m}"))?;
+        let (files, warnings) = res.write(&out)?;
+        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
+    }
     if a.paper == "gray05" {
         let res = reproduce::gray05::gray05(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
         let (files, warnings) = res.write(&out)?;

@@ -1437,9 +1437,9 @@ impl System {
         r.map(|_| ()).map_err(|error| DesignError::OutOfMemory { config: self.config.name.clone(), error })
     }
 
-    /// Applies the OS's memory-side operations: page flushes through the caches (the flush
-    /// loop's cycles per line of the first data level, plus the writebacks of dirty lines),
-    /// dropped lines, and the memory controller's table.
+    /// Applies the OS's memory-side operations: page flushes and purges through the caches (the
+    /// loop's cycles per line of the first data level, plus a flush's writebacks of dirty
+    /// lines), dropped lines, and the memory controller's table.
     fn apply_mem(&mut self) {
         let mut mem = std::mem::take(&mut self.mem_ops);
         self.os.take_mem_ops(&mut mem);
@@ -1454,13 +1454,13 @@ impl System {
                 break;
             };
             match *op {
-                MemOp::Flush { asid, va, pa } => {
+                MemOp::Flush { asid, va, pa, purge, create } => {
                     let loop_lines = h.first_line_shift(Route::Data).map_or(0, |s| page >> s);
                     let (found, dirty, cycles) = match pa {
-                        Some(pa) => h.flush_page(asid, va, pa, page, true),
+                        Some(pa) => h.flush_page(asid, va, pa, page, !purge),
                         None => (0, 0, 0),
                     };
-                    self.os.shadow_flushed(found, dirty, loop_lines * per_line + cycles);
+                    self.os.shadow_flushed(found, dirty, loop_lines * per_line + cycles, create);
                 }
                 MemOp::Discard { asid, va, pa } => {
                     h.flush_page(asid, va, pa, page, false);

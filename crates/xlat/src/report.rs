@@ -315,6 +315,7 @@ pub fn design_json(s: &System) -> Value {
             "lines_flushed": sh.lines_flushed,
             "dirty_lines": sh.dirty_lines,
             "flush_cycles": sh.flush_cycles,
+            "create_flush_cycles": sh.create_flush_cycles,
             "copy_cycles": sh.copy_cycles,
             "page_cycles": sh.page_cycles,
             "cycles": sh.cycles(),

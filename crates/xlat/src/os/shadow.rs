@@ -294,6 +294,8 @@ pub struct ShadowStats {
     pub dirty_lines: u64,
     /// Cycles of the flush loops (creation and teardown), their writebacks included.
     pub flush_cycles: u64,
+    /// Of them, the loops when superpages are made (§3.3's cost of a remap).
+    pub create_flush_cycles: u64,
     /// `copy`: cycles copying pages.
     pub copy_cycles: u64,
     /// Cycles of the per-page work besides flushing and copying.
@@ -321,6 +323,11 @@ pub enum MemOp {
         va: u64,
         /// Its physical address before the change.
         pa: Option<u64>,
+        /// The page's data dies with the change (an unmap or exit): its lines are purged,
+        /// invalidated without being written, at the loop's cost per line.
+        purge: bool,
+        /// The flush is part of making a superpage (not of tearing one down).
+        create: bool,
     },
     /// Drop the lines of a page whose contents moved elsewhere (a copied page's old frame):
     /// invalidated, nothing written.
@@ -496,12 +503,16 @@ impl Os {
         }
     }
 
-    /// The engine's account of a flush: lines found, dirty lines written, cycles.
-    pub fn shadow_flushed(&mut self, lines: u64, dirty: u64, cycles: u64) {
+    /// The engine's account of a flush: lines found, dirty lines written, cycles, and whether
+    /// it was part of making a superpage.
+    pub fn shadow_flushed(&mut self, lines: u64, dirty: u64, cycles: u64, create: bool) {
         if let Some(s) = &mut self.shadow {
             s.stats.lines_flushed += lines;
             s.stats.dirty_lines += dirty;
             s.stats.flush_cycles += cycles;
+            if create {
+                s.stats.create_flush_cycles += cycles;
+            }
         }
     }
 
@@ -616,7 +627,13 @@ impl Os {
                                 f
                             }
                         };
-                        sh.ops.push(MemOp::Flush { asid: asid.0, va, pa: old.map(|f| f << shift) });
+                        sh.ops.push(MemOp::Flush {
+                            asid: asid.0,
+                            va,
+                            pa: old.map(|f| f << shift),
+                            purge: false,
+                            create: true,
+                        });
                         sh.ops.push(MemOp::Table { shadow: base + j, real: Some(real) });
                     }
                     ShadowMethod::Copy => {
@@ -651,8 +668,9 @@ impl Os {
     /// Before unmapping `[first, last]` of `asid`: tears down the superpages overlapping it.
     /// Their pages that stay resident go back to base PTEs of their real frames; with `remap`
     /// the lines cached under the shadow addresses are flushed (through the controller, whose
-    /// table still maps them) and, once no process maps the region, its table entries are
-    /// cleared and the region returns to the pool.
+    /// table still maps them) for the pages that stay and purged (dropped: their data dies) for
+    /// the pages unmapped, so no stale shadow line outlives the mapping; once no process maps
+    /// the region, its table entries are cleared and the region returns to the pool.
     pub(crate) fn shadow_teardown(
         &mut self,
         asid: Asid,
@@ -671,10 +689,17 @@ impl Os {
             shootdown.push((asid, Vpn(f), Vpn(f + s.pages - 1)));
             for j in 0..s.pages {
                 let vpn = f + j;
+                let stays = vpn < first.0 || vpn > last.0;
                 if sh.cfg.method == ShadowMethod::Remap {
-                    sh.ops.push(MemOp::Flush { asid: asid.0, va: vpn << shift, pa: Some((s.base + j) << shift) });
+                    sh.ops.push(MemOp::Flush {
+                        asid: asid.0,
+                        va: vpn << shift,
+                        pa: Some((s.base + j) << shift),
+                        purge: !stays,
+                        create: false,
+                    });
                 }
-                if vpn < first.0 || vpn > last.0 {
+                if stays {
                     if let Some(&fr) = self.resident.get(&(asid.0, vpn)) {
                         ops.push(PtOp::Map(asid, Vpn(vpn), Pte::base(Pfn(fr), self.paging.page_size)));
                     }

@@ -1,4 +1,5 @@
-//! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05` (docs/reproduce.md).
+//! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05 | bala94 | swanson98`
+//! (docs/reproduce.md).
 //!
 //! A reproduction runs real programs through the designs a paper compares, writes one CSV file and
 //! one chart (SVG and PNG) per figure, a JSON file with every number, and a Markdown report that
@@ -9,6 +10,7 @@
 pub mod bala94;
 pub mod chapman03;
 pub mod gray05;
+pub mod swanson98;
 pub mod talluri95;
 
 pub use talluri95::*;
