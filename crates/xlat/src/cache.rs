@@ -795,10 +795,10 @@ impl Hierarchy {
 
     /// Flushes the page of `bytes` at (`va`, `pa`) of address space `asid` from every level:
     /// each of its lines found is invalidated and, when `write_back` and dirty, written to
-    /// memory (once per level holding it dirty). Returns (lines found, dirty lines written,
-    /// cycles of those writes).
-    pub fn flush_page(&mut self, asid: u32, va: u64, pa: u64, bytes: u64, write_back: bool) -> (u64, u64, u64) {
-        let (mut found, mut dirty, mut cycles) = (0, 0, 0);
+    /// memory (once per level holding it dirty: a request through [`Hierarchy::memory`] and its
+    /// memory-side stage). Returns (lines found, dirty lines written).
+    pub fn flush_page(&mut self, asid: u32, va: u64, pa: u64, bytes: u64, write_back: bool) -> (u64, u64) {
+        let (mut found, mut dirty) = (0, 0);
         for i in 0..self.levels.len() {
             let shift = self.levels[i].line_shift;
             let mut off = 0;
@@ -809,13 +809,13 @@ impl Hierarchy {
                     found += 1;
                     if write_back && payload & DIRTY != 0 {
                         dirty += 1;
-                        cycles += self.memory(true, (payload >> 1) << shift);
+                        self.memory(true, (payload >> 1) << shift);
                     }
                 }
                 off += 1 << shift;
             }
         }
-        (found, dirty, cycles)
+        (found, dirty)
     }
 
     /// Puts the memory controller's TLB between the last level and DRAM.

@@ -1438,8 +1438,8 @@ impl System {
     }
 
     /// Applies the OS's memory-side operations: page flushes and purges through the caches (the
-    /// loop's cycles per line of the first data level, plus a flush's writebacks of dirty
-    /// lines), dropped lines, and the memory controller's table.
+    /// loop's cycles per line of the first data level, plus `shadow.writeback_cycles` per dirty
+    /// line a flush writes to memory), dropped lines, and the memory controller's table.
     fn apply_mem(&mut self) {
         let mut mem = std::mem::take(&mut self.mem_ops);
         self.os.take_mem_ops(&mut mem);
@@ -1456,11 +1456,12 @@ impl System {
             match *op {
                 MemOp::Flush { asid, va, pa, purge, create } => {
                     let loop_lines = h.first_line_shift(Route::Data).map_or(0, |s| page >> s);
-                    let (found, dirty, cycles) = match pa {
+                    let (found, dirty) = match pa {
                         Some(pa) => h.flush_page(asid, va, pa, page, !purge),
-                        None => (0, 0, 0),
+                        None => (0, 0),
                     };
-                    self.os.shadow_flushed(found, dirty, loop_lines * per_line + cycles, create);
+                    let cycles = loop_lines * per_line + dirty * self.config.shadow.writeback_cycles;
+                    self.os.shadow_flushed(found, dirty, cycles, create);
                 }
                 MemOp::Discard { asid, va, pa } => {
                     h.flush_page(asid, va, pa, page, false);

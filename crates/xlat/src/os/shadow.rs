@@ -242,9 +242,12 @@ pub struct ShadowConfig {
     /// Its later increments (§3.1, vortex: 2 MB).
     pub sbrk_increment: u64,
     /// Cycles of the flush loop per cache line of a remapped page, whether the line is cached
-    /// or not (one flush instruction per line on a single-issue core: 1); a dirty line adds
-    /// its write to memory.
+    /// or not (one flush instruction per line on a single-issue core: 1).
     pub flush_line_cycles: u64,
+    /// Cycles a flushed dirty line adds: its transfer to memory, the flush loop going on behind
+    /// the write buffer (swanson98's 120 MHz Runway bus moves 8 bytes a bus cycle: a 32-byte
+    /// line takes 4 bus cycles, 8 cycles of the 240 MHz core).
+    pub writeback_cycles: u64,
     /// Cycles per remapped page besides the flush: finding the shadow region, the MTLB table
     /// entries, the page-table update and the TLB purge (§3.3: em3d's remap of 1120 pages
     /// spent 162,087 cycles beyond the flush, about 145 per page).
@@ -264,6 +267,7 @@ impl Default for ShadowConfig {
             sbrk_initial: 8 << 20,
             sbrk_increment: 2 << 20,
             flush_line_cycles: 1,
+            writeback_cycles: 8,
             page_cycles: 145,
             copy_page_cycles: 11_400,
         }

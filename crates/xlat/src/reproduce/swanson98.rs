@@ -234,9 +234,8 @@ impl Swanson98 {
             let (lo, hi) = c.iter().fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
             hi / lo.max(1.0) - 1.0
         };
-        let max_share = |w: &str| {
-            self.sizes.iter().map(|&n| self.run(w, &name(n, true)).tlb_share()).fold(0.0, f64::max)
-        };
+        let max_share =
+            |w: &str| self.sizes.iter().map(|&n| self.run(w, &name(n, true)).tlb_share()).fold(0.0, f64::max);
         let mut claims = vec![
             Claim {
                 source: "swanson98 Figure 3",
@@ -248,7 +247,10 @@ impl Swanson98 {
                         .iter()
                         .map(|w| format!(
                             "{w} {}",
-                            fig3.iter().map(|&n| format!("{:.3}", self.norm(w, &name(n, false)))).collect::<Vec<_>>().join("/")
+                            fig3.iter()
+                                .map(|&n| format!("{:.3}", self.norm(w, &name(n, false))))
+                                .collect::<Vec<_>>()
+                                .join("/")
                         ))
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -265,7 +267,10 @@ impl Swanson98 {
                     "runtime {small}+mtlb / 128: {}",
                     self.list(|w| self.cycles(w, &name(small, true)) / self.cycles(w, "128").max(1.0), false)
                 ),
-                holds: self.workloads.iter().all(|w| self.cycles(w, &name(small, true)) <= 1.05 * self.cycles(w, "128")),
+                holds: self
+                    .workloads
+                    .iter()
+                    .all(|w| self.cycles(w, &name(small, true)) <= 1.05 * self.cycles(w, "128")),
                 note: "the remap cost (flushing every line of every remapped page, §3.3) weighs on short runs"
                     .to_string(),
             },
@@ -315,17 +320,18 @@ impl Swanson98 {
             });
             claims.push(Claim {
                 source: "swanson98 Figure 4(B)",
-                paper: "em3d: the MTLB adds 1.5 to 10 (controller) cycles to the average cache fill, 1 with no MTLB miss",
+                paper:
+                    "em3d: the MTLB adds 1.5 to 10 (controller) cycles to the average cache fill, 1 with no MTLB miss",
                 measured: format!(
                     "added controller cycles per memory request: {}",
                     fig4.iter().map(|d| format!("{d} {:.2}", added(d))).collect::<Vec<_>>().join(", ")
                 ),
-                holds: fig4.iter().all(|d| (1.0..=10.0).contains(&added(d))) && added("128+mtlb-256x4") <= added("128+mtlb"),
+                holds: fig4.iter().all(|d| (1.0..=10.0).contains(&added(d)))
+                    && added("128+mtlb-256x4") <= added("128+mtlb"),
                 note: "see the measured values".to_string(),
             });
         }
-        let remapped: Vec<&Run> =
-            self.runs.iter().filter(|r| r.design == "96+mtlb" && r.pages_remapped > 0).collect();
+        let remapped: Vec<&Run> = self.runs.iter().filter(|r| r.design == "96+mtlb" && r.pages_remapped > 0).collect();
         let per_page = |r: &Run| r.create_flush_cycles as f64 / r.pages_remapped.max(1) as f64;
         let copy_per_page = |w: &str| {
             let r = self.run(w, "96+copy");
@@ -339,7 +345,8 @@ impl Swanson98 {
                 remapped.iter().map(|r| format!("{} {:.0}", r.workload, per_page(r))).collect::<Vec<_>>().join(", "),
                 self.list(copy_per_page, false)
             ),
-            holds: !remapped.is_empty() && remapped.iter().all(|r| per_page(r) * 4.0 <= copy_per_page(&r.workload).max(11_400.0)),
+            holds: !remapped.is_empty()
+                && remapped.iter().all(|r| per_page(r) * 4.0 <= copy_per_page(&r.workload).max(11_400.0)),
             note: "a page whose lines are all dirty costs a writeback per line".to_string(),
         });
         claims
