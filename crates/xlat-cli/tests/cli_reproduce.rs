@@ -274,3 +274,47 @@ fn quick_bala94_measures_kernel_misses_the_ptlb_and_the_stlb() {
     assert!(per("mach-cached-200mhz") >= 161.0, "{}", per("mach-cached-200mhz"));
     assert!(per("stlb-dm4k-cached-200mhz") < per("mach-cached-200mhz"));
 }
+
+/// `xlat reproduce swanson98 --quick`: radix, em3d, compress (which ask for superpages with
+/// madvise) and sqlite3 (superpages from the modified sbrk) through the swanson98 machine with
+/// and without the MTLB; the mechanism's effects as inequalities on the raw counters.
+#[test]
+fn quick_swanson98_measures_shadow_superpages_and_the_mtlb() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "swanson98", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_outputs(&out, &["figure3-runtime", "figure3-tlb-share", "figure4-em3d"], 8);
+    let (runs, _) = runs(&out);
+    let get = |w: &str, d: &str| runs.iter().find(|r| r["workload"] == w && r["design"] == d).unwrap().clone();
+    for w in ["radix", "em3d", "compress", "sqlite3"] {
+        for n in [64, 96, 128] {
+            let (base, mtlb) = (get(w, &n.to_string()), get(w, &format!("{n}+mtlb")));
+            // Without shadow superpages nothing reaches the MTLB's table.
+            assert_eq!((u(&base, "/mtlb_lookups"), u(&base, "/superpage_count")), (0, 0), "{w} {n}");
+            assert!(u(&mtlb, "/superpage_count") > 0 && u(&mtlb, "/mtlb_lookups") > 0, "{w} {n}: {mtlb}");
+            assert!(u(&mtlb, "/mtlb_misses") <= u(&mtlb, "/mtlb_lookups"));
+            // Superpages take CPU TLB misses away.
+            assert!(u(&mtlb, "/tlb_misses") < u(&base, "/tlb_misses"), "{w} {n}");
+            // The program's own work is the same.
+            assert_eq!(u(&mtlb, "/instructions"), u(&base, "/instructions"));
+        }
+        // Without an MTLB a larger CPU TLB never takes more misses.
+        let misses = |d: &str| u(&get(w, d), "/tlb_misses");
+        assert!(misses("64") >= misses("96") && misses("96") >= misses("128"), "{w}");
+    }
+    // The data of radix, em3d and compress sits in superpages: their misses collapse.
+    for w in ["radix", "em3d", "compress"] {
+        let (base, mtlb) = (u(&get(w, "64"), "/tlb_misses"), u(&get(w, "64+mtlb"), "/tlb_misses"));
+        assert!(mtlb * 5 < base, "{w}: {mtlb} vs {base}");
+    }
+    // em3d remaps its initialised graph (§3.3): the flush finds dirty lines; copying moves
+    // every resident page at the configured cost.
+    let e = get("em3d", "96+mtlb");
+    assert!(u(&e, "/create_flush_cycles") > 128 * u(&e, "/pages_remapped"), "{e}");
+    let c = get("em3d", "96+copy");
+    assert!(u(&c, "/pages_copied") > 0 && u(&c, "/copy_cycles") == 11_400 * u(&c, "/pages_copied"), "{c}");
+    assert_eq!(u(&c, "/mtlb_lookups"), 0);
+    // Figure 4: a larger, more associative MTLB misses less.
+    assert!(u(&get("em3d", "128+mtlb-256x4"), "/mtlb_misses") <= u(&get("em3d", "128+mtlb"), "/mtlb_misses"));
+}
