@@ -1384,17 +1384,18 @@ impl System {
     }
 
     /// Shadow superpages at map time (`heap`, `all`): heap growth goes to the modified `sbrk`,
-    /// other mappings are mapped in superpages whole (`all`) or when anonymous, private,
-    /// writable and at least `shadow.min_bytes` long (`heap`).
+    /// other mappings are mapped in superpages whole (`all`, unless they allow no access) or
+    /// when anonymous, private, writable and at least `shadow.min_bytes` long (`heap`).
     fn shadow_map(&mut self, start: u64, len: u64, flags: u32) -> Result<(), DesignError> {
-        use crate::trace::map_flags::{EXEC, FILE, HEAP, SHARED, STACK, WRITE};
+        use crate::trace::map_flags::{EXEC, FILE, HEAP, READ, SHARED, STACK, WRITE};
         let asid = self.asid;
         let end = start.saturating_add(len);
         if flags & HEAP != 0 {
             return self.shadow_change(|os, ops, sd| os.shadow_heap_grow(asid, start, end, ops, sd).map(|_| ()));
         }
         let wanted = match self.os.shadow_policy() {
-            ShadowPolicy::All => true,
+            // Not reservations without access (guard areas, reserved arenas).
+            ShadowPolicy::All => flags & (READ | WRITE | EXEC) != 0,
             _ => {
                 flags & (FILE | SHARED | STACK | EXEC) == 0 && flags & WRITE != 0 && len >= self.config.shadow.min_bytes
             }

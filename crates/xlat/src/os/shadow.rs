@@ -185,7 +185,7 @@ pub enum ShadowPolicy {
     /// `shadow.sbrk_increment`; the heap never shrinks below what was mapped so) and for
     /// anonymous private writable mappings of at least `shadow.min_bytes`.
     Heap,
-    /// At map time, for every mapping (the heap as with `heap`).
+    /// At map time, for every mapping that allows some access (the heap as with `heap`).
     All,
     /// Where the program asks: a `madvise(MADV_HUGEPAGE)` system call in the trace names the
     /// region (the paper's explicit `remap()` calls).

@@ -271,7 +271,9 @@ impl Swanson98 {
                     .workloads
                     .iter()
                     .all(|w| self.cycles(w, &name(small, true)) <= 1.05 * self.cycles(w, "128")),
-                note: "the remap cost (flushing every line of every remapped page, §3.3) weighs on short runs"
+                note: "sqlite3's TLB misses are mostly its code's (libraries), which the modified sbrk leaves \
+                       in base pages; elsewhere the controller's cycle on every memory request and the remap \
+                       cost weigh on short runs"
                     .to_string(),
             },
             Claim {
@@ -283,8 +285,9 @@ impl Swanson98 {
                     bound.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
                 ),
                 holds: !bound.is_empty() && bound.iter().all(|w| improvement(w) >= 0.05),
-                note: "the programs' small inputs spend less of their time in TLB misses than the paper's, and \
-                       the one-time remap cost is amortised over a short run"
+                note: "what the MTLB saves is bounded by the TLB miss time without it, small at 96 entries \
+                       for these inputs; sqlite3's misses are mostly in its code, left in base pages; and every \
+                       memory request pays the controller's cycle"
                     .to_string(),
             },
             Claim {
@@ -292,14 +295,16 @@ impl Swanson98 {
                 paper: "with an MTLB, TLB miss time stays below 5% of runtime in every configuration",
                 measured: format!("largest share with an MTLB: {}", self.list(max_share, true)),
                 holds: self.workloads.iter().all(|w| max_share(w) < 0.05),
-                note: "pages left in base pages (text, stack, what the policy does not map) still miss".to_string(),
+                note: "pages left in base pages still miss: sqlite3's code and libraries under the modified \
+                       sbrk (os.shadow_superpages = \"all\" maps them too)"
+                    .to_string(),
             },
             Claim {
                 source: "swanson98 §3.4",
                 paper: "with an MTLB, runtime barely changes with the CPU TLB's size (64 entries suffice)",
                 measured: format!("spread of runtime over sizes with the MTLB: {}", self.list(spread, true)),
                 holds: self.workloads.iter().all(|w| spread(w) <= 0.03),
-                note: "see the measured spread".to_string(),
+                note: "as above: what stays in base pages (sqlite3's code) still depends on the CPU TLB".to_string(),
             },
         ];
         if self.workloads.iter().any(|w| w == FIG4) {
@@ -315,8 +320,11 @@ impl Swanson98 {
                     "em3d runtime / 128 without MTLB: {}",
                     fig4.iter().map(|d| format!("{d} {:.3}", self.cycles(w, d) / self.cycles(w, "128").max(1.0))).collect::<Vec<_>>().join(", ")
                 ),
-                holds: bigger.iter().all(|d| self.cycles(w, d) <= base && self.cycles(w, d) <= 1.01 * self.cycles(w, "128")),
-                note: "see the measured runtimes".to_string(),
+                holds: bigger.iter().all(|d| self.cycles(w, d) <= base && self.cycles(w, d) <= self.cycles(w, "128")),
+                note: "the larger MTLBs remove table reads but not the controller's cycle on every memory \
+                       request, which is most of the MTLB's cost on em3d's many cache fills; a 128-entry CPU \
+                       TLB already maps much of the small graph"
+                    .to_string(),
             });
             claims.push(Claim {
                 source: "swanson98 Figure 4(B)",
@@ -331,23 +339,29 @@ impl Swanson98 {
                 note: "see the measured values".to_string(),
             });
         }
-        let remapped: Vec<&Run> = self.runs.iter().filter(|r| r.design == "96+mtlb" && r.pages_remapped > 0).collect();
         let per_page = |r: &Run| r.create_flush_cycles as f64 / r.pages_remapped.max(1) as f64;
         let copy_per_page = |w: &str| {
             let r = self.run(w, "96+copy");
             r.copy_cycles as f64 / r.pages_copied.max(1) as f64
         };
+        let remapped: Vec<&Run> = self.runs.iter().filter(|r| r.design == "96+mtlb" && r.pages_remapped > 0).collect();
+        let initialised = self.workloads.iter().any(|w| w == FIG4) && self.run(FIG4, "96+mtlb").pages_remapped > 0;
         claims.push(Claim {
             source: "swanson98 §3.3",
-            paper: "flushing a remapped page from the cache costs about 1400 cycles, copying it 11,400",
+            paper: "remapping em3d's initialised pages costs about 1400 cycles a page in cache flushing, against 11,400 to copy a page",
             measured: format!(
-                "flush cycles per remapped page: {}; copy cycles per copied page: {}",
+                "flush cycles per remapped page: {}; em3d's copy design copied {} pages at {:.0} cycles each",
                 remapped.iter().map(|r| format!("{} {:.0}", r.workload, per_page(r))).collect::<Vec<_>>().join(", "),
-                self.list(copy_per_page, false)
+                if initialised { self.run(FIG4, "96+copy").pages_copied } else { 0 },
+                if initialised { copy_per_page(FIG4) } else { f64::NAN }
             ),
-            holds: !remapped.is_empty()
-                && remapped.iter().all(|r| per_page(r) * 4.0 <= copy_per_page(&r.workload).max(11_400.0)),
-            note: "a page whose lines are all dirty costs a writeback per line".to_string(),
+            holds: initialised && {
+                let f = per_page(self.run(FIG4, "96+mtlb"));
+                (350.0..=2800.0).contains(&f) && f * 4.0 < copy_per_page(FIG4)
+            },
+            note: "radix, compress and the heap preallocations remap pages before the program touches them, so \
+                   their flush loops find nothing (the paper's kernel had zero-filled them already); see em3d's"
+                .to_string(),
         });
         claims
     }
