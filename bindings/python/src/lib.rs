@@ -9,7 +9,7 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use xlat::sweep::{self, Design, Store, Sweep, WorkloadSource};
-use xlat::trace::{self, TraceReader, TraceWriter};
+use xlat::trace::{self, TraceWriter};
 
 create_exception!(xlat, XlatError, PyException, "Every error of xlat: one line saying what and where.");
 create_exception!(xlat, ConfigError, XlatError, "A design, parameter or sweep file that cannot be used.");
@@ -214,14 +214,7 @@ fn trace_program(py: Python<'_>, cmd: Vec<String>, out: PathBuf, backend: &str, 
         )
         .map_err(trace_err)?;
         let mut reader = tracer::spawn(&spec).map_err(|e| TracerError::new_err(e.to_string()))?;
-        let mut buf = Vec::with_capacity(trace::BATCH);
-        let copied = (|| -> Result<(), trace::TraceError> {
-            while reader.read_batch(&mut buf, usize::MAX)? > 0 {
-                writer.write(&buf)?;
-            }
-            Ok(())
-        })();
-        let outcome = reader.outcome();
+        let (copied, outcome) = reader.copy_into(&mut writer);
         copied.map_err(trace_err)?;
         outcome.write_notes(&mut writer).map_err(trace_err)?;
         Box::new(writer).finish().map_err(trace_err)?;
@@ -290,22 +283,7 @@ fn curve(
                 r.reader.skipped, t.events
             )));
         }
-        let by_kind: serde_json::Map<String, Value> =
-            trace::Kind::ALL.iter().map(|k| (k.name().to_string(), Value::from(t.by_kind[*k as usize]))).collect();
-        let first = &r.curves[0];
-        let info = serde_json::json!({
-            "path": path,
-            "format": format.name(),
-            "references": t.references,
-            "by_kind": by_kind,
-            "instructions": r.instructions(),
-            "lookups": first.lookups,
-            "lookup_page_size": first.page_size,
-            "events": t.events,
-            "clipped_accesses": t.clipped_accesses,
-            "skipped": r.reader.skipped,
-            "stopped_at_max_refs": r.truncated_by_limit,
-        });
+        let info = r.trace_json(&path, format.name());
         let curves = r
             .curves
             .iter()

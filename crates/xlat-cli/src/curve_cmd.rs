@@ -169,25 +169,10 @@ fn points_json(c: &curve::PageCurve, instructions: u64) -> Vec<Value> {
 }
 
 fn to_json(path: &str, format: &str, spec: &CurveSpec, r: &CurveResult, seconds: f64) -> Value {
-    let t = &r.trace;
-    let by_kind: serde_json::Map<String, Value> =
-        trace::Kind::ALL.iter().map(|k| (k.name().to_string(), json!(t.by_kind[*k as usize]))).collect();
     let first = &r.curves[0];
     json!({
         "xlat_version": env!("CARGO_PKG_VERSION"),
-        "trace": {
-            "path": path,
-            "format": format,
-            "references": t.references,
-            "by_kind": by_kind,
-            "instructions": r.instructions(),
-            "lookups": first.lookups,
-            "lookup_page_size": first.page_size,
-            "events": t.events,
-            "clipped_accesses": t.clipped_accesses,
-            "skipped": r.reader.skipped,
-            "stopped_at_max_refs": r.truncated_by_limit,
-        },
+        "trace": r.trace_json(path, format),
         "policy": spec.policy.name(),
         "sample": spec.sample,
         "seconds": seconds,

@@ -164,15 +164,8 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
             return Err(e);
         }
     };
-    let mut buf = Vec::with_capacity(trace::BATCH);
-    let result = (|| -> Result<()> {
-        // No limit: the tracer's batches are handed over whole.
-        while reader.read_batch(&mut buf, usize::MAX)? > 0 {
-            writer.write(&buf)?;
-        }
-        Ok(())
-    })();
-    let outcome = reader.outcome();
+    let (copied, outcome) = reader.copy_into(&mut writer);
+    let result: Result<()> = copied.map_err(Into::into);
     warn_untraced(&outcome);
     let result = result.and_then(|()| {
         // The trace says what it lacks (`xlat info` shows it).

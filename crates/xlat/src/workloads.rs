@@ -9,7 +9,7 @@
 use crate::snapshot::{self, At};
 use crate::trace::open::create_output;
 use crate::trace::xtr::{XtrOptions, XtrWriter};
-use crate::trace::{self, TraceReader, TraceWriter};
+use crate::trace::{self, TraceWriter};
 use crate::tracer::{self, Backend, TraceSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -691,14 +691,7 @@ pub fn build(w: &Workload, size: Size, dir: &Path, with_snapshot: bool) -> Resul
             XtrWriter::with_options(create_output(&partial).map_err(|e| build_err(w, e))?, &out_name, opts)
                 .map_err(|e| build_err(w, e))?;
         let mut reader = tracer::spawn(&spec).map_err(|e| build_err(w, e))?;
-        let mut buf = Vec::with_capacity(trace::BATCH);
-        let copied = (|| -> Result<(), trace::TraceError> {
-            while reader.read_batch(&mut buf, usize::MAX)? > 0 {
-                writer.write(&buf)?;
-            }
-            Ok(())
-        })();
-        let outcome = reader.outcome();
+        let (copied, outcome) = reader.copy_into(&mut writer);
         copied.map_err(|e| build_err(w, e))?;
         outcome.write_notes(&mut writer).map_err(|e| build_err(w, e))?;
         Box::new(writer).finish().map_err(|e| build_err(w, e))?;

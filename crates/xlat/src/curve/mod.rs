@@ -103,6 +103,28 @@ impl CurveResult {
     pub fn instructions(&self) -> u64 {
         self.trace.by_kind[Kind::Ifetch as usize]
     }
+
+    /// The `trace` object of a curve's JSON (docs/curve.md) for the trace at `path` read as
+    /// `format`.
+    pub fn trace_json(&self, path: &str, format: &str) -> serde_json::Value {
+        let t = &self.trace;
+        let by_kind: serde_json::Map<String, serde_json::Value> =
+            Kind::ALL.iter().map(|k| (k.name().to_string(), t.by_kind[*k as usize].into())).collect();
+        let first = &self.curves[0];
+        serde_json::json!({
+            "path": path,
+            "format": format,
+            "references": t.references,
+            "by_kind": by_kind,
+            "instructions": self.instructions(),
+            "lookups": first.lookups,
+            "lookup_page_size": first.page_size,
+            "events": t.events,
+            "clipped_accesses": t.clipped_accesses,
+            "skipped": self.reader.skipped,
+            "stopped_at_max_refs": self.truncated_by_limit,
+        })
+    }
 }
 
 /// Why a curve could not be computed.

@@ -172,7 +172,7 @@ pub(crate) fn run_designs(
 /// into `cache/NAME.xtr`, unless a trace of that name is there already (the name must say
 /// everything that makes it differ). The program's output goes to `cache/NAME.out`.
 pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String], children: bool) -> Result<PathBuf, ReproError> {
-    use crate::trace::{TraceReader, TraceWriter};
+    use crate::trace::TraceWriter;
     let path = cache.join(format!("{name}.xtr"));
     if path.is_file() {
         return Ok(path);
@@ -195,11 +195,8 @@ pub(crate) fn trace_program(cache: &Path, name: &str, argv: &[String], children:
     let mut writer = crate::trace::xtr::XtrWriter::with_options(out, &path.to_string_lossy(), opts)
         .map_err(|e| err(e.to_string()))?;
     let mut reader = crate::tracer::spawn(&spec).map_err(|e| err(e.to_string()))?;
-    let mut buf = Vec::with_capacity(crate::trace::BATCH);
-    while reader.read_batch(&mut buf, usize::MAX).map_err(|e| err(e.to_string()))? > 0 {
-        writer.write(&buf).map_err(|e| err(e.to_string()))?;
-    }
-    let outcome = reader.outcome();
+    let (copied, outcome) = reader.copy_into(&mut writer);
+    copied.map_err(|e| err(e.to_string()))?;
     outcome.write_notes(&mut writer).map_err(|e| err(e.to_string()))?;
     Box::new(writer).finish().map_err(|e| err(e.to_string()))?;
     if outcome.status_text() != "0" {

@@ -232,6 +232,20 @@ pub struct ChannelReader {
 }
 
 impl ChannelReader {
+    /// Copies every record the tracer produces into `writer`, batches handed over whole, then
+    /// stops the tracer: the copy's result (a write or trace error ends it early) and the
+    /// outcome.
+    pub fn copy_into(&mut self, writer: &mut dyn crate::trace::TraceWriter) -> (Result<(), TraceError>, TraceOutcome) {
+        let mut buf = Vec::with_capacity(crate::trace::BATCH);
+        let copied = (|| {
+            while self.read_batch(&mut buf, usize::MAX)? > 0 {
+                writer.write(&buf)?;
+            }
+            Ok(())
+        })();
+        (copied, self.outcome())
+    }
+
     /// The outcome, once the reader returned 0 (the program and all its processes ended).
     /// Records not read by then are discarded (the tracer stops, and the program with it).
     pub fn outcome(&mut self) -> TraceOutcome {
