@@ -22,6 +22,7 @@ use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
 
 mod mach3;
+mod plain;
 
 /// The address space of global pages (`os.global`): mapped once, shared by every process.
 pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
@@ -135,6 +136,8 @@ pub struct System {
     mach: Option<Box<crate::os::mach3::Mach3>>,
     /// Mach: the kernel is running (its references to user memory take kernel-mode paths).
     in_kernel: bool,
+    /// The design takes the plain loop (`engine/plain.rs`).
+    plain: bool,
 }
 
 /// Why one design of a run stopped before the end of the trace, and where.
@@ -432,7 +435,8 @@ impl System {
                 )?))
             }
         };
-        Ok(System {
+        let mut system = System {
+            plain: false,
             mach,
             in_kernel: false,
             stlb,
@@ -488,7 +492,22 @@ impl System {
             instructions: 0,
             stall: [0; 2],
             walk_cycles: 0,
-        })
+        };
+        system.plain = system.is_plain();
+        system.rec.keep_addrs = !system.plain;
+        Ok(system)
+    }
+
+    /// True if this design takes the loop of plain designs (`engine/plain.rs`).
+    pub fn is_plain_loop(&self) -> bool {
+        self.plain
+    }
+
+    /// Makes this design take the general loop even if it is plain (tests compare the two).
+    #[doc(hidden)]
+    pub fn use_general_loop(&mut self) {
+        self.plain = false;
+        self.rec.keep_addrs = true;
     }
 
     /// The config this system was built from.
@@ -704,6 +723,9 @@ impl System {
 
     /// Feeds a batch of records; on an error, also says which record (its index in `records`).
     fn process_until(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
+        if self.plain {
+            return self.process_plain(records);
+        }
         for (i, r) in records.iter().enumerate() {
             match *r {
                 Record::Access { kind, size, addr } => {
@@ -1094,11 +1116,7 @@ impl System {
         }
         let asid = self.space_of(vpn);
         if vpn.0 >= self.vpn_limit {
-            return Err(DesignError::AddressRange {
-                config: self.config.name.clone(),
-                addr: vpn.base(self.page_size).0,
-                va_bits: self.config.page_table.va_bits,
-            });
+            return Err(self.range_error(vpn));
         }
         // The walk record's counters accumulate over the run (they are the walk totals); only
         // its address list is per walk.
@@ -1204,6 +1222,16 @@ impl System {
         }
         self.block = block;
         Ok(pte.pfn.0)
+    }
+
+    /// The error of a reference to `vpn`, at or above the page table's virtual address space.
+    #[cold]
+    fn range_error(&self, vpn: Vpn) -> DesignError {
+        DesignError::AddressRange {
+            config: self.config.name.clone(),
+            addr: vpn.base(self.page_size).0,
+            va_bits: self.config.page_table.va_bits,
+        }
     }
 
     fn switch_to(&mut self, asid: u32) -> Result<(), DesignError> {

@@ -323,6 +323,9 @@ pub struct WalkRecord {
     /// distinct lines than this counts the rest as new).
     pub(crate) seen: [u64; 32],
     pub(crate) n_seen: u32,
+    /// False when nothing reads `addrs` (designs without caches): replayed walks then only
+    /// count their references.
+    pub(crate) keep_addrs: bool,
 }
 
 impl Default for WalkRecord {
@@ -336,6 +339,7 @@ impl Default for WalkRecord {
             n_addrs: 0,
             seen: [0; 32],
             n_seen: 0,
+            keep_addrs: true,
         }
     }
 }

@@ -349,8 +349,12 @@ impl RadixTable {
         let m = &self.memo[i];
         if m.generation == self.generation && m.vpn == vpn.0 && m.asid == asid.0 {
             let n = m.reads as usize;
-            for &a in &m.addrs[..n] {
-                rec.push_ref(PhysAddr(a));
+            if rec.keep_addrs {
+                for &a in &m.addrs[..n] {
+                    rec.push_ref(PhysAddr(a));
+                }
+            } else {
+                rec.mem_refs += n as u64;
             }
             rec.cache_lines += n as u64;
             return m.result;

@@ -227,6 +227,8 @@ pub struct Tlb {
     frames: Vec<u64>,
     /// The recent-hit filter: see [`Filter`].
     filter: Filter,
+    /// Fully associative, LRU, base-page entries: fills take [`Tlb::fill_fa_lru`].
+    fa_lru: bool,
 }
 
 /// The two most recently hit translations, answered without touching the arrays.
@@ -347,6 +349,7 @@ impl Tlb {
             block_log,
             frames,
             filter: Filter::new(policy),
+            fa_lru: sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru && format == Format::Single,
         })
     }
 
@@ -421,6 +424,9 @@ impl Tlb {
 
     #[inline(never)]
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
+        if self.fa_lru && self.globals == 0 && self.present <= 1 {
+            return self.lookup_fa_lru(asid, vpn);
+        }
         let (slot, data) = self.find(asid.0, vpn.0)?;
         self.commit();
         self.touch(slot);
@@ -441,6 +447,43 @@ impl Tlb {
         f.last = i;
         f.pending[i] = false;
         Some(data)
+    }
+
+    /// [`Tlb::lookup_slow`] of a fully associative LRU TLB holding base-page entries of no
+    /// [`GLOBAL`] ASID: one probe of the index; a hit goes to the head of the order list.
+    #[inline(always)]
+    fn lookup_fa_lru(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
+        let slot = self.index.as_ref()?.get(vpn.0, asid.0)?;
+        self.commit_fa_lru();
+        self.order.move_to_head(0, slot);
+        let data = self.slots[slot as usize].data;
+        // Replace an empty filter entry, else the less recently used one.
+        let f = &mut self.filter;
+        let i = if f.tag[f.last] == INVALID { f.last } else { 1 - f.last };
+        f.tag[i] = vpn.0;
+        f.asid[i] = asid.0;
+        f.slot[i] = slot;
+        f.data[i] = data;
+        f.last = i;
+        Some(data)
+    }
+
+    /// [`Tlb::commit`] of a fully associative LRU TLB: the pending hits go to the head in the
+    /// order they happened.
+    #[inline(always)]
+    fn commit_fa_lru(&mut self) {
+        let f = &mut self.filter;
+        if !(f.pending[0] | f.pending[1]) {
+            return;
+        }
+        let last = f.last;
+        if f.pending[1 - last] {
+            self.order.move_to_head(0, f.slot[1 - last]);
+        }
+        if f.pending[last] {
+            self.order.move_to_head(0, f.slot[last]);
+        }
+        f.pending = [false; 2];
     }
 
     /// A use of `slot` (hit or merge) for the replacement policy. The caller has committed.
@@ -607,6 +650,33 @@ impl Tlb {
         true
     }
 
+    /// [`Tlb::install`] of a base-page entry in a fully associative LRU TLB without block
+    /// entries: the victim is the tail of the one order list (an empty way while there is one).
+    #[inline(always)]
+    fn fill_fa_lru(&mut self, asid: u32, vpn: u64, data: TlbData) -> Fill {
+        self.commit_fa_lru();
+        let slot = self.order.tail(0);
+        let s = slot as usize;
+        let old = self.slots[s];
+        let Some(index) = &mut self.index else { unreachable!("fully associative TLBs have an index") };
+        let evicted = if old.key != INVALID {
+            index.remove(old.key, old.asid);
+            self.globals -= (old.asid == GLOBAL) as u32;
+            self.filter.drop_slot(slot);
+            Some(TlbEntry { tag: old.key, asid: old.asid, data: old.data })
+        } else {
+            self.size_count[0] += 1;
+            self.present |= 1;
+            None
+        };
+        index.insert(vpn, asid, slot);
+        self.slots[s] = Slot { key: vpn, asid, data };
+        self.globals += (asid == GLOBAL) as u32;
+        self.order.move_to_head(0, slot);
+        self.filter_cover(slot, vpn, 0);
+        Fill { evicted, merged: false }
+    }
+
     /// Installs an entry with `data` in a new slot (tag at its own size 2^k pages); returns the
     /// slot and the evicted entry.
     #[inline(always)]
@@ -764,6 +834,9 @@ impl Tlb {
         let whole =
             |k: u32| TlbData { pfn: pte.pfn.0.wrapping_sub(v & low_bits(k)), shift: (base + k) as u8, valid: 0 };
         let data = match self.format {
+            Format::Single if self.fa_lru && self.blocks == 0 => {
+                return self.fill_fa_lru(asid, v, TlbData { pfn: pte.pfn.0, shift: base as u8, valid: 0 });
+            }
             Format::Single if self.blocks == 0 => {
                 // A base-page entry and no block entry it could merge with: a new entry.
                 let (_, evicted) = self.install(asid, v, 0, whole(0));

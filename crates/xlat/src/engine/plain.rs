@@ -1,0 +1,101 @@
+//! The per-reference loop of *plain* designs: one TLB level per reference kind, base-page
+//! (`single`) entries, a page table that walks without the TLB's help (not linear), no caches,
+//! no page-table data cache, and none of the optional models (layout, protection keys, regions,
+//! VHPT, software TLB, Mach personality, shadow superpages, subblock prefetch, global pages).
+//!
+//! Most sweeps are of such designs. Their loop skips every test the general one makes for the
+//! models they lack: a lookup is the level-1 TLB's inline check, and a miss is a walk, the
+//! page fault if there is no mapping, and one fill. Everything else (events, faults) takes the
+//! general code, so the counters are those of [`System::process_until`]'s general loop exactly;
+//! `tests/engine_plain.rs` checks it against that loop on random traces with events.
+
+use super::{DesignError, System};
+use crate::addr::{Asid, Vpn};
+use crate::config::TlbFormat;
+use crate::os::shadow::ShadowPolicy;
+use crate::pt::{Kind as PtKind, NoTlb};
+use crate::trace::Record;
+
+impl System {
+    /// True if this design may take [`System::process_plain`] (see the module documentation).
+    pub(super) fn is_plain(&self) -> bool {
+        let single = |p: &super::Path| {
+            p.len == 1 && self.structures[p.levels[0] as usize].format == TlbFormat::Single
+        };
+        self.caches.is_none()
+            && self.cache.is_none()
+            && !self.extras
+            && self.regions.is_none()
+            && self.mach.is_none()
+            && self.vhpt.is_none()
+            && self.stlb.is_none()
+            && self.global.is_empty()
+            && self.prefetch == [0, 0]
+            && self.config.os.shadow_superpages == ShadowPolicy::None
+            && !matches!(self.config.page_table.kind, PtKind::Linear | PtKind::VhptShort | PtKind::VhptLong)
+            && single(&self.ipath)
+            && single(&self.dpath)
+    }
+
+    /// [`System::process_until`] of a plain design.
+    pub(super) fn process_plain(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
+        let shift = self.page_size.shift();
+        let tlbs = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
+        for (i, r) in records.iter().enumerate() {
+            match *r {
+                Record::Access { kind, size, addr } => {
+                    let is_data = kind.is_data() as usize;
+                    let first = addr >> shift;
+                    let last = addr.saturating_add(size.max(1) as u64 - 1) >> shift;
+                    self.lookups[is_data] += last - first + 1;
+                    let t = tlbs[is_data];
+                    let asid = self.asid;
+                    for vpn in first..=last {
+                        if self.structures[t].tlb.lookup(asid, Vpn(vpn)).is_none() {
+                            self.plain_miss(t, asid, Vpn(vpn)).map_err(|e| (i, e))?;
+                        }
+                    }
+                }
+                ref other => self.event(other).map_err(|e| (i, e))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A miss of a plain design in level-1 structure `t`: the walk, a fault if `vpn` is not
+    /// mapped, and the fill. Counts as [`System::miss`] does.
+    #[inline(never)]
+    fn plain_miss(&mut self, t: usize, asid: Asid, vpn: Vpn) -> Result<(), DesignError> {
+        self.stats.tlb[t].misses += 1;
+        if vpn.0 >= self.vpn_limit {
+            return Err(self.range_error(vpn));
+        }
+        self.rec.begin_walk();
+        let lines_before = self.rec.cache_lines;
+        let nested_before = self.rec.nested_misses;
+        let walked = self.pt.walk(asid, vpn, &mut NoTlb, &mut self.rec);
+        let depth = self.rec.nested_misses - nested_before;
+        self.vhpt_faults += (depth > 0) as u64;
+        self.stats.walks.by_depth[depth.min(3) as usize] += 1;
+        self.stats.walks.count += 1;
+        let pte = match walked {
+            Some(pte) => {
+                if pte.size != self.page_size {
+                    self.stats.walks.superpage_walks += 1;
+                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
+                }
+                pte
+            }
+            None => {
+                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
+                self.fault(asid, vpn)?;
+                self.stats.page_faults += 1;
+                self.pt.get(asid, vpn).expect("the OS maps a faulting page")
+            }
+        };
+        let f = self.structures[t].tlb.fill(asid.0, vpn, pte);
+        self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
+        self.stats.tlb[t].subblock_misses += f.merged as u64;
+        Ok(())
+    }
+}
