@@ -1712,29 +1712,7 @@ pub fn run_jobs(
                 match reader.read_batch(&mut buf, BATCH) {
                     Ok(0) => return false,
                     Ok(_) => {
-                        let mut n = buf.len();
-                        let mut cut = false;
-                        for (i, r) in buf.iter().enumerate() {
-                            if let Record::Access { kind, size, addr } = *r {
-                                if c.references == max {
-                                    n = i;
-                                    cut = true;
-                                    break;
-                                }
-                                c.references += 1;
-                                c.by_kind[kind as usize] += 1;
-                                let end = match addr.checked_add(size.max(1) as u64 - 1) {
-                                    Some(end) => end,
-                                    None => {
-                                        c.clipped_accesses += 1;
-                                        u64::MAX
-                                    }
-                                };
-                                c.lookups += (end >> shift) - (addr >> shift) + 1;
-                            } else {
-                                c.events += 1;
-                            }
-                        }
+                        let (n, cut) = count_batch(&buf, &mut c, shift, max);
                         if full_tx.send(Ok((buf, n, c))).is_err() {
                             return false; // the simulation stopped
                         }
