@@ -1159,36 +1159,21 @@ impl System {
         } else {
             self.pt.walk(asid, vpn, &mut env, &mut self.rec)
         };
-        let depth = self.rec.nested_misses - nested_before;
-        self.vhpt_faults += (depth > 0) as u64;
-        self.stats.walks.by_depth[depth.min(3) as usize] += 1;
-        self.stats.walks.count += 1;
-        let pte = match walked {
-            Some(pte) => {
-                if pte.size != self.page_size {
-                    // A miss served by a superpage or partial-subblock PTE (talluri95 Figure 11b).
-                    self.stats.walks.superpage_walks += 1;
-                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
-                }
-                pte
-            }
-            None => {
-                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
-                if let Err(e) = self.fault(asid, vpn) {
-                    self.block = block;
-                    return Err(e);
-                }
-                self.stats.page_faults += 1;
-                if prefetch > 0 {
-                    // The fault handler leaves the block's mappings as the page table now has them.
-                    let first = vpn.0 & !(prefetch as u64 - 1);
-                    for (i, b) in block[..prefetch].iter_mut().enumerate() {
-                        *b = self.pt.get(asid, Vpn(first + i as u64));
-                    }
-                }
-                self.pt.get(asid, vpn).expect("the OS maps a faulting page")
+        let faulted = walked.is_none();
+        let pte = match self.walk_outcome(walked, asid, vpn, nested_before, lines_before) {
+            Ok(pte) => pte,
+            Err(e) => {
+                self.block = block;
+                return Err(e);
             }
         };
+        if faulted && prefetch > 0 {
+            // The fault handler leaves the block's mappings as the page table now has them.
+            let first = vpn.0 & !(prefetch as u64 - 1);
+            for (i, b) in block[..prefetch].iter_mut().enumerate() {
+                *b = self.pt.get(asid, Vpn(first + i as u64));
+            }
+        }
         if let (Some(rid), Some(v)) = (vhpt_miss, &mut self.vhpt) {
             v.insert(rid, vpn.0, pte);
         }
@@ -1222,6 +1207,40 @@ impl System {
         }
         self.block = block;
         Ok(pte.pfn.0)
+    }
+
+    /// After the walk of a miss on `vpn` of `asid` (`walked`: the PTE it found): counts the
+    /// walk (its depth of nested misses since `nested_before`, its lines since `lines_before`);
+    /// with no mapping, the page fault. Returns the PTE that translates `vpn`.
+    #[inline(always)]
+    fn walk_outcome(
+        &mut self,
+        walked: Option<Pte>,
+        asid: Asid,
+        vpn: Vpn,
+        nested_before: u64,
+        lines_before: u64,
+    ) -> Result<Pte, DesignError> {
+        let depth = self.rec.nested_misses - nested_before;
+        self.vhpt_faults += (depth > 0) as u64;
+        self.stats.walks.by_depth[depth.min(3) as usize] += 1;
+        self.stats.walks.count += 1;
+        match walked {
+            Some(pte) => {
+                if pte.size != self.page_size {
+                    // A miss served by a superpage or partial-subblock PTE (talluri95 Figure 11b).
+                    self.stats.walks.superpage_walks += 1;
+                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
+                }
+                Ok(pte)
+            }
+            None => {
+                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
+                self.fault(asid, vpn)?;
+                self.stats.page_faults += 1;
+                Ok(self.pt.get(asid, vpn).expect("the OS maps a faulting page"))
+            }
+        }
     }
 
     /// The error of a reference to `vpn`, at or above the page table's virtual address space.

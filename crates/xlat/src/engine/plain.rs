@@ -74,25 +74,7 @@ impl System {
         let lines_before = self.rec.cache_lines;
         let nested_before = self.rec.nested_misses;
         let walked = self.pt.walk(asid, vpn, &mut NoTlb, &mut self.rec);
-        let depth = self.rec.nested_misses - nested_before;
-        self.vhpt_faults += (depth > 0) as u64;
-        self.stats.walks.by_depth[depth.min(3) as usize] += 1;
-        self.stats.walks.count += 1;
-        let pte = match walked {
-            Some(pte) => {
-                if pte.size != self.page_size {
-                    self.stats.walks.superpage_walks += 1;
-                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
-                }
-                pte
-            }
-            None => {
-                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
-                self.fault(asid, vpn)?;
-                self.stats.page_faults += 1;
-                self.pt.get(asid, vpn).expect("the OS maps a faulting page")
-            }
-        };
+        let pte = self.walk_outcome(walked, asid, vpn, nested_before, lines_before)?;
         let f = self.structures[t].tlb.fill(asid.0, vpn, pte);
         self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
         self.stats.tlb[t].subblock_misses += f.merged as u64;
