@@ -143,7 +143,11 @@ fn designs_with_other_models_take_the_general_loop() {
         // A superpage TLB format.
         "",
     ] {
-        let text = if extra.is_empty() { base.replace("entries = 64\n", "entries = 64\nformat = \"superpage\"\n") } else { format!("{base}{extra}") };
+        let text = if extra.is_empty() {
+            base.replace("entries = 64\n", "entries = 64\nformat = \"superpage\"\n")
+        } else {
+            format!("{base}{extra}")
+        };
         let c = Config::from_toml(&text, "t").unwrap();
         assert!(!System::new(&c).unwrap().is_plain_loop(), "{text}");
     }

@@ -19,9 +19,7 @@ use crate::trace::Record;
 impl System {
     /// True if this design may take [`System::process_plain`] (see the module documentation).
     pub(super) fn is_plain(&self) -> bool {
-        let single = |p: &super::Path| {
-            p.len == 1 && self.structures[p.levels[0] as usize].format == TlbFormat::Single
-        };
+        let single = |p: &super::Path| p.len == 1 && self.structures[p.levels[0] as usize].format == TlbFormat::Single;
         self.caches.is_none()
             && self.cache.is_none()
             && !self.extras
