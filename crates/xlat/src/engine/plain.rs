@@ -40,21 +40,37 @@ impl System {
         let shift = self.page_size.shift();
         let tlbs = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
         for (i, r) in records.iter().enumerate() {
-            match *r {
-                Record::Access { kind, size, addr } => {
-                    let is_data = kind.is_data() as usize;
-                    let first = addr >> shift;
-                    let last = addr.saturating_add(size.max(1) as u64 - 1) >> shift;
-                    self.lookups[is_data] += last - first + 1;
-                    let t = tlbs[is_data];
-                    let asid = self.asid;
-                    for vpn in first..=last {
-                        if self.structures[t].tlb.lookup(asid, Vpn(vpn)).is_none() {
-                            self.plain_miss(t, asid, Vpn(vpn)).map_err(|e| (i, e))?;
-                        }
-                    }
-                }
-                ref other => self.event(other).map_err(|e| (i, e))?,
+            let Record::Access { kind, size, addr } = *r else {
+                self.event(r).map_err(|e| (i, e))?;
+                continue;
+            };
+            let is_data = kind.is_data() as usize;
+            let first = addr >> shift;
+            let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
+            if first != last {
+                // A reference that spans pages: one lookup per page, ascending.
+                self.plain_pages(is_data, first, last).map_err(|e| (i, e))?;
+                continue;
+            }
+            self.lookups[is_data] += 1;
+            let t = tlbs[is_data];
+            let asid = self.asid;
+            if !self.structures[t].tlb.hits(asid, Vpn(first)) {
+                self.plain_miss(t, asid, Vpn(first)).map_err(|e| (i, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The lookups of pages `first..=last` of a plain design's reference (`is_data`: of data).
+    #[inline(never)]
+    fn plain_pages(&mut self, is_data: usize, first: u64, last: u64) -> Result<(), DesignError> {
+        let t = if is_data == 1 { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
+        self.lookups[is_data] += last - first + 1;
+        let asid = self.asid;
+        for vpn in first..=last {
+            if !self.structures[t].tlb.hits(asid, Vpn(vpn)) {
+                self.plain_miss(t, asid, Vpn(vpn))?;
             }
         }
         Ok(())
@@ -73,9 +89,9 @@ impl System {
         let nested_before = self.rec.nested_misses;
         let walked = self.pt.walk(asid, vpn, &mut NoTlb, &mut self.rec);
         let pte = self.walk_outcome(walked, asid, vpn, nested_before, lines_before)?;
-        let f = self.structures[t].tlb.fill(asid.0, vpn, pte);
-        self.stats.tlb[t].evictions += f.evicted.is_some() as u64;
-        self.stats.tlb[t].subblock_misses += f.merged as u64;
+        let (evicted, merged) = self.structures[t].tlb.fill_outcome(asid.0, vpn, pte);
+        self.stats.tlb[t].evictions += evicted as u64;
+        self.stats.tlb[t].subblock_misses += merged as u64;
         Ok(())
     }
 }

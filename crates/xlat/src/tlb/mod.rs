@@ -422,6 +422,26 @@ impl Tlb {
         self.lookup_slow(asid, vpn)
     }
 
+    /// [`Tlb::lookup`] for a caller that needs only whether `vpn` hits (the engine's plain
+    /// loop): the same lookup and the same state changes, with the fully associative LRU path
+    /// inline rather than behind the out-of-line one.
+    #[inline(always)]
+    pub(crate) fn hits(&mut self, asid: Asid, vpn: Vpn) -> bool {
+        let f = &mut self.filter;
+        let m0 = (vpn.0 == f.tag[0]) & (asid.0 == f.asid[0]);
+        let m1 = (vpn.0 == f.tag[1]) & (asid.0 == f.asid[1]);
+        if m0 | m1 {
+            let i = !m0 as usize;
+            f.pending[i] = true;
+            f.last = i;
+            return true;
+        }
+        if self.fa_lru && self.globals == 0 && self.present <= 1 {
+            return self.lookup_fa_lru(asid, vpn).is_some();
+        }
+        self.lookup_slow(asid, vpn).is_some()
+    }
+
     #[inline(never)]
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
         if self.fa_lru && self.globals == 0 && self.present <= 1 {
@@ -816,6 +836,19 @@ impl Tlb {
         }
         self.filter_cover(slot, tag, b);
         fill
+    }
+
+    /// [`Tlb::fill`] for a caller that needs only whether an entry was evicted and whether the
+    /// fill merged (the engine's plain loop): the same fill, with the fully associative LRU
+    /// path inline.
+    #[inline(always)]
+    pub(crate) fn fill_outcome(&mut self, asid: u32, vpn: Vpn, pte: Pte) -> (bool, bool) {
+        if self.fa_lru && self.blocks == 0 {
+            let data = TlbData { pfn: pte.pfn.0, shift: self.base.shift() as u8, valid: 0 };
+            return (self.fill_fa_lru(asid, vpn.0, data).evicted.is_some(), false);
+        }
+        let f = self.fill(asid, vpn, pte);
+        (f.evicted.is_some(), f.merged)
     }
 
     /// After a miss on base page `vpn` of `asid` (or [`GLOBAL`]): installs the translation of
