@@ -1635,23 +1635,7 @@ impl WalkEnv for PtTlbEnv<'_> {
     }
 }
 
-/// Counts of the trace itself, independent of any design.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TraceCounts {
-    /// Access records (references).
-    pub references: u64,
-    /// References by kind: ifetch, load, store, modify.
-    pub by_kind: [u64; 4],
-    /// Pages touched at `lookup_page_size` (one lookup each).
-    pub lookups: u64,
-    /// Page size `lookups` is counted at: the designs' common base page size, or 4096 if they differ.
-    pub lookup_page_size: u64,
-    /// Event records.
-    pub events: u64,
-    /// Accesses that run past the top of the 64-bit address space: simulated up to its last
-    /// page, and counted so that the report can say so.
-    pub clipped_accesses: u64,
-}
+pub use crate::trace::TraceCounts;
 
 /// Options of a run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -1728,10 +1712,9 @@ pub fn run_jobs(
                     // At the limit: is there more trace?
                     return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
                 }
-                match reader.read_batch(&mut buf, BATCH) {
-                    Ok(0) => return false,
-                    Ok(_) => {
-                        let (n, cut) = count_batch(&buf, &mut c, shift, max);
+                match read_counted(reader, &mut buf, &mut c, shift, max) {
+                    Ok(None) => return false,
+                    Ok(Some((n, cut))) => {
                         if full_tx.send(Ok((buf, n, c))).is_err() {
                             return false; // the simulation stopped
                         }
@@ -1769,30 +1752,48 @@ pub fn run_jobs(
     Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
 }
 
-/// Counts one batch's records as [`run`]'s reader does: references, kinds, lookups at `shift`
-/// and events, stopping at `max` references. Returns how many records to use and whether the
-/// limit cut the batch.
-fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
-    for (i, r) in buf.iter().enumerate() {
-        if let Record::Access { kind, size, addr } = *r {
-            if c.references == max {
-                return (i, true);
-            }
-            c.references += 1;
-            c.by_kind[kind as usize] += 1;
-            let end = match addr.checked_add(size.max(1) as u64 - 1) {
-                Some(end) => end,
-                None => {
-                    c.clipped_accesses += 1;
-                    u64::MAX
-                }
-            };
-            c.lookups += (end >> shift) - (addr >> shift) + 1;
-        } else {
-            c.events += 1;
-        }
+/// One batch for a reader thread: reads up to [`BATCH`] records into `buf` and adds them to
+/// `c` (lookups at `shift`), stopping at `max` references. Returns how many records to use and
+/// whether the limit cut the batch, or `None` at the end of the trace.
+pub(crate) fn read_counted(
+    reader: &mut dyn TraceReader,
+    buf: &mut Vec<Record>,
+    c: &mut TraceCounts,
+    shift: u32,
+    max: u64,
+) -> Result<Option<(usize, bool)>, TraceError> {
+    if max == u64::MAX {
+        // No limit: the reader counts as it decodes.
+        let n = reader.read_batch_counted(buf, BATCH, shift, c)?;
+        return Ok((n > 0).then_some((n, false)));
     }
-    (buf.len(), false)
+    if reader.read_batch(buf, BATCH)? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(count_batch(buf, c, shift, max)))
+}
+
+/// Counts one batch's records as [`run`]'s reader does ([`TraceCounts::add`] at `shift`),
+/// stopping at `max` references. Returns how many records to use and whether the limit cut the
+/// batch.
+fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
+    let room = max - c.references;
+    let refs = buf.iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+    if refs <= room {
+        c.add(buf, shift);
+        return (buf.len(), false);
+    }
+    // The limit falls in this batch: the records up to its `room`-th reference.
+    let mut seen = 0;
+    let n = buf
+        .iter()
+        .position(|r| {
+            seen += matches!(r, Record::Access { .. }) as u64;
+            seen > room
+        })
+        .unwrap_or(buf.len());
+    c.add(&buf[..n], shift);
+    (n, true)
 }
 
 /// Feeds `batch[..n]` to each system of `systems` that has not failed; `before` are the trace
@@ -1841,11 +1842,10 @@ fn run_parallel(
                 if c.references == max {
                     return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
                 }
-                match reader.read_batch(&mut buf, BATCH) {
-                    Ok(0) => return false,
-                    Ok(_) => {
-                        let before = c;
-                        let (n, cut) = count_batch(&buf, &mut c, shift, max);
+                let before = c;
+                match read_counted(reader, &mut buf, &mut c, shift, max) {
+                    Ok(None) => return false,
+                    Ok(Some((n, cut))) => {
                         if full_tx.send(Ok((buf, n, before, c))).is_err() {
                             return false;
                         }

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use xlat::trace::open::{decompress, Compression};
 use xlat::trace::xtr::{encode_to_vec, tag, XtrOptions, XtrReader, XtrWriter};
-use xlat::trace::{map_flags, Kind, Record, TraceError, TraceReader, TraceWriter};
+use xlat::trace::{map_flags, Kind, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
 
 fn read_all(bytes: &[u8], batch: usize) -> Result<Vec<Record>, TraceError> {
     let (s, _) = decompress(bytes).map_err(|e| TraceError::at_offset("t.xtr", 0, e))?;
@@ -247,6 +247,85 @@ fn record_strategy() -> impl Strategy<Value = Record> {
         1 => any::<u32>().prop_map(|to| Record::Ipc { to }),
         1 => any::<u64>().prop_map(|id| Record::Marker { id }),
     ]
+}
+
+/// The counts of `records` as the engine defines them, worked out here with 128-bit
+/// arithmetic: one reference per access, one lookup per page of `2^shift` bytes it touches up
+/// to the top of the address space (accesses running past it are counted as clipped), one
+/// event per other record.
+fn expected_counts(records: &[Record], shift: u32) -> TraceCounts {
+    let mut c = TraceCounts::default();
+    for r in records {
+        match *r {
+            Record::Access { kind, size, addr } => {
+                c.references += 1;
+                c.by_kind[kind as usize] += 1;
+                let end = addr as u128 + size.max(1) as u128 - 1;
+                let top = u64::MAX as u128;
+                c.clipped_accesses += (end > top) as u64;
+                c.lookups += ((end.min(top) >> shift) - ((addr as u128) >> shift) + 1) as u64;
+            }
+            _ => c.events += 1,
+        }
+    }
+    c
+}
+
+proptest! {
+    /// A reader that counts as it decodes (the engine's reader threads) reads the same records
+    /// and counts them as the definition does, whatever the batch size; `read_batch` and
+    /// `read_batch_counted` can be mixed on one reader.
+    #[test]
+    fn counted_reads_count_what_they_read(
+        mut recs in prop::collection::vec(record_strategy(), 0..400),
+        objects in prop::collection::vec((0usize..400, any::<u32>(), any::<u64>()), 0..4),
+        near_top in prop::collection::vec((0usize..400, 1u32..=8192, 0u64..8192), 0..4),
+        batch in 1usize..50,
+        shift in prop::sample::select(vec![12u32, 21, 30]),
+        zstd in any::<bool>(),
+    ) {
+        for (at, size, below) in near_top {
+            recs.insert(at.min(recs.len()), Record::Access { kind: Kind::Load, size, addr: u64::MAX - below });
+        }
+        for (at, id, offset) in objects {
+            recs.insert(at.min(recs.len()), Record::Object { id, offset });
+        }
+        let c = if zstd { Compression::Zstd } else { Compression::None };
+        let bytes = encode_to_vec(&recs, c).unwrap();
+        let (s, _) = decompress(&bytes[..]).unwrap();
+        let mut r = XtrReader::new(s, "t.xtr").unwrap();
+        let (mut all, mut b) = (Vec::new(), Vec::new());
+        let mut counts = TraceCounts::default();
+        let mut plain = TraceCounts::default();
+        for i in 0.. {
+            let n = if i % 3 == 2 {
+                let n = r.read_batch(&mut b, batch).unwrap();
+                plain = plus(plain, expected_counts(&b, shift));
+                n
+            } else {
+                r.read_batch_counted(&mut b, batch, shift, &mut counts).unwrap()
+            };
+            prop_assert_eq!(n, b.len());
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&b);
+        }
+        prop_assert_eq!(&all, &recs);
+        prop_assert_eq!(plus(counts, plain), expected_counts(&recs, shift));
+    }
+}
+
+fn plus(a: TraceCounts, b: TraceCounts) -> TraceCounts {
+    let mut c = a;
+    c.references += b.references;
+    for k in 0..4 {
+        c.by_kind[k] += b.by_kind[k];
+    }
+    c.lookups += b.lookups;
+    c.events += b.events;
+    c.clipped_accesses += b.clipped_accesses;
+    c
 }
 
 proptest! {

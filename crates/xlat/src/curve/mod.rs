@@ -571,32 +571,9 @@ pub fn curve(
                 if c.references == max {
                     return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
                 }
-                match reader.read_batch(&mut buf, BATCH) {
-                    Ok(0) => return false,
-                    Ok(_) => {
-                        let mut n = buf.len();
-                        let mut cut = false;
-                        for (i, r) in buf.iter().enumerate() {
-                            if let Record::Access { kind, size, addr } = *r {
-                                if c.references == max {
-                                    n = i;
-                                    cut = true;
-                                    break;
-                                }
-                                c.references += 1;
-                                c.by_kind[kind as usize] += 1;
-                                let end = match addr.checked_add(size.max(1) as u64 - 1) {
-                                    Some(end) => end,
-                                    None => {
-                                        c.clipped_accesses += 1;
-                                        u64::MAX
-                                    }
-                                };
-                                c.lookups += (end >> shift) - (addr >> shift) + 1;
-                            } else {
-                                c.events += 1;
-                            }
-                        }
+                match crate::engine::read_counted(reader, &mut buf, &mut c, shift, max) {
+                    Ok(None) => return false,
+                    Ok(Some((n, cut))) => {
                         if full_tx.send(Ok((buf, n, c))).is_err() {
                             return false;
                         }

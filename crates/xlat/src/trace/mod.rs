@@ -297,6 +297,48 @@ impl TraceError {
 /// Default number of records per batch.
 pub const BATCH: usize = 4096;
 
+/// Counts of the trace itself, independent of any design.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TraceCounts {
+    /// Access records (references).
+    pub references: u64,
+    /// References by kind: ifetch, load, store, modify.
+    pub by_kind: [u64; 4],
+    /// Pages touched at `lookup_page_size` (one lookup each).
+    pub lookups: u64,
+    /// Page size `lookups` is counted at: the designs' common base page size, or 4096 if they differ.
+    pub lookup_page_size: u64,
+    /// Event records.
+    pub events: u64,
+    /// Accesses that run past the top of the 64-bit address space: simulated up to its last
+    /// page, and counted so that the report can say so.
+    pub clipped_accesses: u64,
+}
+
+impl TraceCounts {
+    /// Adds `records`: each access is a reference of its kind and one lookup per page of
+    /// `2^shift` bytes it touches (an access past the top of the address space is clipped
+    /// there, and counted); every other record is an event.
+    pub fn add(&mut self, records: &[Record], shift: u32) {
+        for r in records {
+            if let Record::Access { kind, size, addr } = *r {
+                self.references += 1;
+                self.by_kind[kind as usize] += 1;
+                let end = match addr.checked_add(size.max(1) as u64 - 1) {
+                    Some(end) => end,
+                    None => {
+                        self.clipped_accesses += 1;
+                        u64::MAX
+                    }
+                };
+                self.lookups += (end >> shift) - (addr >> shift) + 1;
+            } else {
+                self.events += 1;
+            }
+        }
+    }
+}
+
 /// A streaming source of records.
 ///
 /// Readers are called once per batch (not per record), so a boxed reader costs nothing
@@ -306,6 +348,19 @@ pub const BATCH: usize = 4096;
 pub trait TraceReader: Send {
     /// Fills `out` (after clearing it) with up to `max` records.
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
+    /// [`TraceReader::read_batch`], also adding the records read to `counts`
+    /// ([`TraceCounts::add`] at `shift`). Readers may count as they decode.
+    fn read_batch_counted(
+        &mut self,
+        out: &mut Vec<Record>,
+        max: usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<usize, TraceError> {
+        let n = self.read_batch(out, max)?;
+        counts.add(out, shift);
+        Ok(n)
+    }
     /// What the reader has consumed and skipped so far.
     fn stats(&self) -> ReaderStats;
     /// What the trace says about itself beyond its records, read so far (xtr metadata).

@@ -23,7 +23,7 @@
 use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
-use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
+use super::{Kind, ReaderStats, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
 
 /// The four bytes every xtr stream starts with.
 pub const MAGIC: &[u8; 4] = b"XTR\0";
@@ -82,20 +82,35 @@ pub mod extension {
 /// Bit 6 of an access tag: an explicit size follows the delta.
 const SIZE_FLAG: u8 = 0x40;
 
-/// Per delta code (tag bits 2-5): (byte length, mask of those bytes, negate?).
-/// Code 0: delta 0; 1..=8: positive, that many bytes; 9..=15: negative, 1..=7 bytes.
+/// Byte length of the delta, by delta code (tag bits 2-5). Code 0: delta 0; 1..=8: positive,
+/// that many bytes; 9..=15: negative, 1..=7 bytes.
+static DELTA_LEN: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7];
+
+/// The mask of an access record's delta bytes and the delta's sign (all ones when negative),
+/// by delta code.
 static DELTA: [(u64, u64); 16] = {
     let mut t = [(0u64, 0u64); 16];
     let mut c = 1;
     while c < 16 {
-        let len = if c <= 8 { c } else { c - 8 };
-        let mask = if len == 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
-        t[c] = (mask, if c > 8 { u64::MAX } else { 0 });
+        let len = DELTA_LEN[c] as u32;
+        t[c] = (if len == 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 }, if c > 8 { u64::MAX } else { 0 });
         c += 1;
     }
     t
 };
-static DELTA_LEN: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7];
+
+/// Length of an access record by tag: the tag, the delta bytes and, with bit 6, the size byte
+/// (the escaped size, size byte 0, adds 4). A table of bytes: the next record's position
+/// waits on this load, so it is kept as short as it can be.
+static ACCESS_LEN: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut tag = 0;
+    while tag < 128 {
+        t[tag] = 1 + DELTA_LEN[(tag >> 2) & 15] + (tag >> 6) as u8;
+        tag += 1;
+    }
+    t
+};
 
 /// The decoded header of an xtr stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,21 +229,6 @@ fn decode_event(w: &[u8], tag: u8) -> Result<(Record, usize), (&'static str, usi
     Ok((rec, p))
 }
 
-/// Records decoded into a stack chunk before being appended to the output in one copy.
-const CHUNK: usize = 128;
-
-/// Total length (tag, delta bytes, size byte) of an access record, by tag; the escaped size
-/// (size byte 0) adds 4.
-static ACCESS_LEN: [u8; 128] = {
-    let mut t = [0u8; 128];
-    let mut tag = 0;
-    while tag < 128 {
-        t[tag] = 1 + DELTA_LEN[(tag >> 2) & 15] + (tag >> 6) as u8;
-        tag += 1;
-    }
-    t
-};
-
 #[inline(always)]
 fn kind_of(k: usize) -> Kind {
     match k & 3 {
@@ -239,80 +239,92 @@ fn kind_of(k: usize) -> Kind {
     }
 }
 
-/// Decodes records from `buf[pos..]` while `pos < limit` and `out` has fewer than `max`.
-/// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last
-/// record looked at, and why it stopped.
+/// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room;
+/// with `COUNT`, also adds them to `counts` ([`TraceCounts::add`] at `shift`). Requires
+/// `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
+/// looked at, and why it stopped.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn decode_run(
+fn decode_run<const COUNT: bool>(
     buf: &[u8],
     mut pos: usize,
     limit: usize,
     last_addr: &mut [u64; 4],
     last_size: &mut [u32; 4],
-    out: &mut Vec<Record>,
-    max: usize,
+    out: &mut [Record],
+    n: &mut usize,
+    shift: u32,
+    counts: &mut TraceCounts,
 ) -> (usize, usize, Stop) {
     let buf = &buf[..limit + MARGIN];
     let mut la = *last_addr;
-    // sizes[k]: previous size of kind k; sizes[4 + k]: the explicit size byte just read. The
-    // size is picked by indexing rather than by a branch, which would mispredict on traces
-    // whose sizes vary (x86 instruction fetches).
-    let mut sizes = [0u32; 8];
-    sizes[..4].copy_from_slice(last_size);
+    let mut ls = *last_size;
+    let mut i = *n;
     let mut start = pos;
-    let mut chunk = [Record::Marker { id: 0 }; CHUNK];
-    let stop = 'outer: loop {
-        let want = (max - out.len()).min(CHUNK);
-        if want == 0 || pos >= limit {
+    let (mut by_kind, mut lookups, mut clipped, mut events) = ([0u64; 4], 0u64, 0u64, 0u64);
+    let stop = loop {
+        if i == out.len() || pos >= limit {
             break Stop::Limit;
         }
-        let mut i = 0;
-        while i < want && pos < limit {
-            start = pos;
-            let w: &[u8; 16] = buf[pos..pos + 16].try_into().unwrap();
-            let t = w[0];
-            if t <= tag::ACCESS_MAX {
-                let k = (t & 3) as usize;
-                let dc = ((t >> 2) & 15) as usize;
-                let (mask, neg) = DELTA[dc];
-                let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & mask;
-                let addr = la[k].wrapping_add((raw ^ neg).wrapping_sub(neg));
-                la[k] = addr;
-                let mut n = ACCESS_LEN[t as usize] as usize;
-                sizes[4 + k] = w[(n - 1) & 15] as u32;
-                let mut size = sizes[k + 4 * (t >> 6) as usize];
+        start = pos;
+        let w: &[u8; 16] = buf[pos..pos + 16].try_into().unwrap();
+        let t = w[0];
+        if t <= tag::ACCESS_MAX {
+            let mut len = ACCESS_LEN[(t & 0x7f) as usize] as usize;
+            let k = (t & 3) as usize;
+            let (mask, neg) = DELTA[((t >> 2) & 15) as usize];
+            let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & mask;
+            let addr = la[k].wrapping_add((raw ^ neg).wrapping_sub(neg));
+            la[k] = addr;
+            // The explicit size byte if bit 6 says one follows, else the kind's last size,
+            // picked without a branch (which would mispredict on traces whose sizes vary,
+            // x86 instruction fetches).
+            let explicit = w[(len - 1) & 15] as u32;
+            let pick = (((t >> 6) & 1) as u32).wrapping_neg();
+            let mut size = ls[k] ^ ((ls[k] ^ explicit) & pick);
+            if size == 0 {
+                size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
+                len += 4;
                 if size == 0 {
-                    size = u32::from_le_bytes(w[n & 15..][..4].try_into().unwrap());
-                    n += 4;
-                    if size == 0 {
-                        out.extend_from_slice(&chunk[..i]);
-                        break 'outer Stop::Bad("access of size 0", n);
-                    }
+                    break Stop::Bad("access of size 0", len);
                 }
-                sizes[k] = size;
-                chunk[i] = Record::Access { kind: kind_of(k), size, addr };
-                pos += n;
-            } else if t <= tag::THREAD {
-                match decode_event(&buf[pos..pos + MARGIN], t) {
-                    Ok((rec, n)) => {
-                        chunk[i] = rec;
-                        pos += n;
-                    }
-                    Err((m, n)) => {
-                        out.extend_from_slice(&chunk[..i]);
-                        break 'outer Stop::Bad(m, n);
-                    }
-                }
-            } else {
-                out.extend_from_slice(&chunk[..i]);
-                break 'outer Stop::Special;
             }
-            i += 1;
+            ls[k] = size;
+            out[i] = Record::Access { kind: kind_of(k), size, addr };
+            if COUNT {
+                by_kind[k] += 1;
+                let (end, over) = addr.overflowing_add(size as u64 - 1);
+                let end = if over { u64::MAX } else { end };
+                clipped += over as u64;
+                lookups += (end >> shift) - (addr >> shift) + 1;
+            }
+            pos += len;
+        } else if t <= tag::THREAD {
+            match decode_event(&buf[pos..pos + MARGIN], t) {
+                Ok((rec, len)) => {
+                    out[i] = rec;
+                    events += 1;
+                    pos += len;
+                }
+                Err((m, len)) => break Stop::Bad(m, len),
+            }
+        } else {
+            break Stop::Special;
         }
-        out.extend_from_slice(&chunk[..i]);
+        i += 1;
     };
+    if COUNT {
+        for (c, k) in counts.by_kind.iter_mut().zip(by_kind) {
+            *c += k;
+        }
+        counts.references += by_kind.iter().sum::<u64>();
+        counts.lookups += lookups;
+        counts.clipped_accesses += clipped;
+        counts.events += events;
+    }
+    *n = i;
     *last_addr = la;
-    last_size.copy_from_slice(&sizes[..4]);
+    *last_size = ls;
     (pos, start, stop)
 }
 
@@ -615,12 +627,37 @@ impl<R: Read> XtrReader<R> {
     }
 }
 
-impl<R: Read + Send> TraceReader for XtrReader<R> {
-    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
-        out.clear();
-        let max = max.max(1);
-        out.reserve(max);
-        while !self.done && out.len() < max {
+impl<R: Read + Send> XtrReader<R> {
+    /// [`TraceReader::read_batch`], and with `COUNT` [`TraceReader::read_batch_counted`]. The
+    /// records are written in place: `out` keeps its length between batches (it is only
+    /// shortened to the records read), so a recycled batch is never cleared or copied.
+    fn read_into<const COUNT: bool>(
+        &mut self,
+        out: &mut Vec<Record>,
+        max: usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<usize, TraceError> {
+        // At most 64 Ki records a call (fewer than asked for is allowed), so that `out` stays
+        // small whatever `max` is.
+        let max = max.clamp(1, 1 << 16);
+        if out.len() < max {
+            out.resize(max, Record::Marker { id: 0 });
+        }
+        let mut n = 0;
+        let result = self.decode_into::<COUNT>(&mut out[..max], &mut n, shift, counts);
+        out.truncate(n);
+        result.map(|()| n)
+    }
+
+    fn decode_into<const COUNT: bool>(
+        &mut self,
+        out: &mut [Record],
+        n: &mut usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<(), TraceError> {
+        while !self.done && *n < out.len() {
             if self.end - self.pos < MARGIN && !self.eof {
                 self.refill()?;
             }
@@ -628,11 +665,20 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
                 return Err(self.truncated(self.base + self.end as u64));
             }
             let limit = if self.eof { self.end } else { self.end - MARGIN + 1 };
-            let before = out.len();
-            let (pos, start, stop) =
-                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, max);
+            let before = *n;
+            let (pos, start, stop) = decode_run::<COUNT>(
+                &self.buf,
+                self.pos,
+                limit,
+                &mut self.last_addr,
+                &mut self.last_size,
+                out,
+                n,
+                shift,
+                counts,
+            );
             self.pos = pos;
-            self.records += (out.len() - before) as u64;
+            self.records += (*n - before) as u64;
             if pos > self.end {
                 return Err(self.truncated(self.base + start as u64));
             }
@@ -641,19 +687,39 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
                 Stop::Special => {
                     self.pos = start;
                     if let Some(r) = self.special()? {
-                        out.push(r);
+                        out[*n] = r;
+                        *n += 1;
+                        if COUNT {
+                            counts.add(std::slice::from_ref(&r), shift);
+                        }
                     }
                 }
-                Stop::Bad(m, n) => {
+                Stop::Bad(m, len) => {
                     let off = self.base + start as u64;
-                    if start + n > self.end {
+                    if start + len > self.end {
                         return Err(self.truncated(off));
                     }
                     return Err(self.err(off, format!("corrupt record: {m}")));
                 }
             }
         }
-        Ok(out.len())
+        Ok(())
+    }
+}
+
+impl<R: Read + Send> TraceReader for XtrReader<R> {
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
+        self.read_into::<false>(out, max, 0, &mut TraceCounts::default())
+    }
+
+    fn read_batch_counted(
+        &mut self,
+        out: &mut Vec<Record>,
+        max: usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<usize, TraceError> {
+        self.read_into::<true>(out, max, shift, counts)
     }
 
     fn stats(&self) -> ReaderStats {
