@@ -1221,26 +1221,44 @@ impl System {
         nested_before: u64,
         lines_before: u64,
     ) -> Result<Pte, DesignError> {
+        match walked {
+            Some(pte) => {
+                self.walk_found(pte, nested_before, lines_before);
+                Ok(pte)
+            }
+            None => self.walk_fault(asid, vpn, nested_before, lines_before),
+        }
+    }
+
+    /// [`System::walk_outcome`] of a walk that found `pte`. Kept apart from the `Result` so the
+    /// common path moves no error-sized value.
+    #[inline(always)]
+    fn walk_found(&mut self, pte: Pte, nested_before: u64, lines_before: u64) {
+        self.count_walk(nested_before);
+        if pte.size != self.page_size {
+            // A miss served by a superpage or partial-subblock PTE (talluri95 Figure 11b).
+            self.stats.walks.superpage_walks += 1;
+            self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
+        }
+    }
+
+    /// [`System::walk_outcome`] of a walk that found no mapping: the page fault.
+    #[inline(never)]
+    fn walk_fault(&mut self, asid: Asid, vpn: Vpn, nested_before: u64, lines_before: u64) -> Result<Pte, DesignError> {
+        self.count_walk(nested_before);
+        self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
+        self.fault(asid, vpn)?;
+        self.stats.page_faults += 1;
+        Ok(self.pt.get(asid, vpn).expect("the OS maps a faulting page"))
+    }
+
+    /// Counts a walk and its depth of nested misses (since `nested_before`).
+    #[inline(always)]
+    fn count_walk(&mut self, nested_before: u64) {
         let depth = self.rec.nested_misses - nested_before;
         self.vhpt_faults += (depth > 0) as u64;
         self.stats.walks.by_depth[depth.min(3) as usize] += 1;
         self.stats.walks.count += 1;
-        match walked {
-            Some(pte) => {
-                if pte.size != self.page_size {
-                    // A miss served by a superpage or partial-subblock PTE (talluri95 Figure 11b).
-                    self.stats.walks.superpage_walks += 1;
-                    self.stats.walks.superpage_lines += self.rec.cache_lines - lines_before;
-                }
-                Ok(pte)
-            }
-            None => {
-                self.stats.walks.fault_lines += self.rec.cache_lines - lines_before;
-                self.fault(asid, vpn)?;
-                self.stats.page_faults += 1;
-                Ok(self.pt.get(asid, vpn).expect("the OS maps a faulting page"))
-            }
-        }
     }
 
     /// The error of a reference to `vpn`, at or above the page table's virtual address space.

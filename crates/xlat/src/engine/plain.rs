@@ -13,7 +13,7 @@ use super::{DesignError, System};
 use crate::addr::{Asid, Vpn};
 use crate::config::TlbFormat;
 use crate::os::shadow::ShadowPolicy;
-use crate::pt::{Kind as PtKind, NoTlb};
+use crate::pt::{Kind as PtKind, NoTlb, PageTable};
 use crate::trace::Record;
 
 impl System {
@@ -87,11 +87,27 @@ impl System {
         self.rec.begin_walk();
         let lines_before = self.rec.cache_lines;
         let nested_before = self.rec.nested_misses;
-        let walked = self.pt.walk(asid, vpn, &mut NoTlb, &mut self.rec);
-        let pte = self.walk_outcome(walked, asid, vpn, nested_before, lines_before)?;
+        // The radix table's walk inline (most sweeps use it), the others through the dispatch;
+        // each way to a PTE fills on its own path, so the PTE stays in registers.
+        let walked = match &mut self.pt {
+            PageTable::Radix(r) => r.walk(asid, vpn, &mut NoTlb, &mut self.rec),
+            pt => pt.walk(asid, vpn, &mut NoTlb, &mut self.rec),
+        };
+        if let Some(pte) = walked {
+            self.walk_found(pte, nested_before, lines_before);
+            self.plain_fill(t, asid, vpn, pte);
+            return Ok(());
+        }
+        let pte = self.walk_fault(asid, vpn, nested_before, lines_before)?;
+        self.plain_fill(t, asid, vpn, pte);
+        Ok(())
+    }
+
+    /// The fill of [`System::plain_miss`].
+    #[inline(always)]
+    fn plain_fill(&mut self, t: usize, asid: Asid, vpn: Vpn, pte: crate::pt::Pte) {
         let (evicted, merged) = self.structures[t].tlb.fill_outcome(asid.0, vpn, pte);
         self.stats.tlb[t].evictions += evicted as u64;
         self.stats.tlb[t].subblock_misses += merged as u64;
-        Ok(())
     }
 }

@@ -19,7 +19,7 @@
 use super::common::{validate_common, LineCfg, LineTracker, NIL};
 use super::tree::{Tree, MAX_LEVELS, SUPER};
 use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, SuperpageStore, WalkEnv, WalkRecord};
-use crate::addr::{Asid, PageSize, PhysAddr, Vpn};
+use crate::addr::{Asid, PageSize, Pfn, PhysAddr, Vpn};
 use std::fmt;
 
 /// Largest index field of one level (host memory per node grows as `2^bits`).
@@ -60,12 +60,26 @@ struct WalkMemo {
     reads: u32,
     /// Generation the entry was made in; `u64::MAX`: empty.
     generation: u64,
-    result: Option<Pte>,
+    /// The PTE found, as fields (`found` false: none) so that replaying it moves no
+    /// `Option<Pte>` through memory.
+    found: bool,
+    size: PageSize,
+    pfn: u64,
+    valid: u64,
     addrs: [u64; MEMO_READS],
 }
 
-const NO_MEMO: WalkMemo =
-    WalkMemo { vpn: 0, asid: 0, reads: 0, generation: u64::MAX, result: None, addrs: [0; MEMO_READS] };
+const NO_MEMO: WalkMemo = WalkMemo {
+    vpn: 0,
+    asid: 0,
+    reads: 0,
+    generation: u64::MAX,
+    found: false,
+    size: PageSize::SIZE_4K,
+    pfn: 0,
+    valid: 0,
+    addrs: [0; MEMO_READS],
+};
 
 #[inline(always)]
 fn memo_slot(asid: Asid, vpn: Vpn) -> usize {
@@ -313,7 +327,7 @@ impl RadixTable {
 
     /// See [`super::PageTable::walk`]. Reads one entry per level, top-down, starting below the
     /// deepest page-walk cache hit.
-    #[inline]
+    #[inline(always)]
     pub fn walk<E: WalkEnv>(&mut self, asid: Asid, vpn: Vpn, _env: &mut E, rec: &mut WalkRecord) -> Option<Pte> {
         let t = &self.tree;
         if !t.in_range(vpn) {
@@ -357,7 +371,7 @@ impl RadixTable {
                 rec.mem_refs += n as u64;
             }
             rec.cache_lines += n as u64;
-            return m.result;
+            return m.found.then_some(Pte { pfn: Pfn(m.pfn), size: m.size, valid: m.valid });
         }
         let (refs, lines, first) = (rec.mem_refs, rec.cache_lines, rec.n_addrs as usize);
         let top = self.tree.top();
@@ -374,7 +388,10 @@ impl RadixTable {
             m.asid = asid.0;
             m.reads = n as u32;
             m.generation = self.generation;
-            m.result = r;
+            m.found = r.is_some();
+            if let Some(p) = r {
+                (m.pfn, m.size, m.valid) = (p.pfn.0, p.size, p.valid);
+            }
             for (d, a) in m.addrs.iter_mut().zip(&rec.addrs[first..first + n]) {
                 *d = a.0;
             }
