@@ -348,19 +348,6 @@ impl TraceCounts {
 pub trait TraceReader: Send {
     /// Fills `out` (after clearing it) with up to `max` records.
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
-    /// [`TraceReader::read_batch`], also adding the records read to `counts`
-    /// ([`TraceCounts::add`] at `shift`). Readers may count as they decode.
-    fn read_batch_counted(
-        &mut self,
-        out: &mut Vec<Record>,
-        max: usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<usize, TraceError> {
-        let n = self.read_batch(out, max)?;
-        counts.add(out, shift);
-        Ok(n)
-    }
     /// What the reader has consumed and skipped so far.
     fn stats(&self) -> ReaderStats;
     /// What the trace says about itself beyond its records, read so far (xtr metadata).

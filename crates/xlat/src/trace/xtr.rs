@@ -23,7 +23,7 @@
 use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
-use super::{Kind, ReaderStats, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
+use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
 
 /// The four bytes every xtr stream starts with.
 pub const MAGIC: &[u8; 4] = b"XTR\0";
@@ -239,13 +239,11 @@ fn kind_of(k: usize) -> Kind {
     }
 }
 
-/// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room;
-/// with `COUNT`, also adds them to `counts` ([`TraceCounts::add`] at `shift`). Requires
-/// `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
+/// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room.
+/// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
 /// looked at, and why it stopped.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn decode_run<const COUNT: bool>(
+fn decode_run(
     buf: &[u8],
     mut pos: usize,
     limit: usize,
@@ -253,15 +251,12 @@ fn decode_run<const COUNT: bool>(
     last_size: &mut [u32; 4],
     out: &mut [Record],
     n: &mut usize,
-    shift: u32,
-    counts: &mut TraceCounts,
 ) -> (usize, usize, Stop) {
     let buf = &buf[..limit + MARGIN];
     let mut la = *last_addr;
     let mut ls = *last_size;
     let mut i = *n;
     let mut start = pos;
-    let (mut by_kind, mut lookups, mut clipped, mut events) = ([0u64; 4], 0u64, 0u64, 0u64);
     let stop = loop {
         if i == out.len() || pos >= limit {
             break Stop::Limit;
@@ -291,19 +286,11 @@ fn decode_run<const COUNT: bool>(
             }
             ls[k] = size;
             out[i] = Record::Access { kind: kind_of(k), size, addr };
-            if COUNT {
-                by_kind[k] += 1;
-                let (end, over) = addr.overflowing_add(size as u64 - 1);
-                let end = if over { u64::MAX } else { end };
-                clipped += over as u64;
-                lookups += (end >> shift) - (addr >> shift) + 1;
-            }
             pos += len;
         } else if t <= tag::THREAD {
             match decode_event(&buf[pos..pos + MARGIN], t) {
                 Ok((rec, len)) => {
                     out[i] = rec;
-                    events += 1;
                     pos += len;
                 }
                 Err((m, len)) => break Stop::Bad(m, len),
@@ -313,15 +300,6 @@ fn decode_run<const COUNT: bool>(
         }
         i += 1;
     };
-    if COUNT {
-        for (c, k) in counts.by_kind.iter_mut().zip(by_kind) {
-            *c += k;
-        }
-        counts.references += by_kind.iter().sum::<u64>();
-        counts.lookups += lookups;
-        counts.clipped_accesses += clipped;
-        counts.events += events;
-    }
     *n = i;
     *last_addr = la;
     *last_size = ls;
@@ -628,16 +606,10 @@ impl<R: Read> XtrReader<R> {
 }
 
 impl<R: Read + Send> XtrReader<R> {
-    /// [`TraceReader::read_batch`], and with `COUNT` [`TraceReader::read_batch_counted`]. The
-    /// records are written in place: `out` keeps its length between batches (it is only
-    /// shortened to the records read), so a recycled batch is never cleared or copied.
-    fn read_into<const COUNT: bool>(
-        &mut self,
-        out: &mut Vec<Record>,
-        max: usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<usize, TraceError> {
+    /// [`TraceReader::read_batch`]. The records are written in place: `out` keeps its length
+    /// between batches (it is only shortened to the records read), so a recycled batch is
+    /// never cleared or copied.
+    fn read_into(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
         // At most 64 Ki records a call (fewer than asked for is allowed), so that `out` stays
         // small whatever `max` is.
         let max = max.clamp(1, 1 << 16);
@@ -645,18 +617,12 @@ impl<R: Read + Send> XtrReader<R> {
             out.resize(max, Record::Marker { id: 0 });
         }
         let mut n = 0;
-        let result = self.decode_into::<COUNT>(&mut out[..max], &mut n, shift, counts);
+        let result = self.decode_into(&mut out[..max], &mut n);
         out.truncate(n);
         result.map(|()| n)
     }
 
-    fn decode_into<const COUNT: bool>(
-        &mut self,
-        out: &mut [Record],
-        n: &mut usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<(), TraceError> {
+    fn decode_into(&mut self, out: &mut [Record], n: &mut usize) -> Result<(), TraceError> {
         while !self.done && *n < out.len() {
             if self.end - self.pos < MARGIN && !self.eof {
                 self.refill()?;
@@ -666,17 +632,8 @@ impl<R: Read + Send> XtrReader<R> {
             }
             let limit = if self.eof { self.end } else { self.end - MARGIN + 1 };
             let before = *n;
-            let (pos, start, stop) = decode_run::<COUNT>(
-                &self.buf,
-                self.pos,
-                limit,
-                &mut self.last_addr,
-                &mut self.last_size,
-                out,
-                n,
-                shift,
-                counts,
-            );
+            let (pos, start, stop) =
+                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, n);
             self.pos = pos;
             self.records += (*n - before) as u64;
             if pos > self.end {
@@ -689,9 +646,6 @@ impl<R: Read + Send> XtrReader<R> {
                     if let Some(r) = self.special()? {
                         out[*n] = r;
                         *n += 1;
-                        if COUNT {
-                            counts.add(std::slice::from_ref(&r), shift);
-                        }
                     }
                 }
                 Stop::Bad(m, len) => {
@@ -709,17 +663,7 @@ impl<R: Read + Send> XtrReader<R> {
 
 impl<R: Read + Send> TraceReader for XtrReader<R> {
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
-        self.read_into::<false>(out, max, 0, &mut TraceCounts::default())
-    }
-
-    fn read_batch_counted(
-        &mut self,
-        out: &mut Vec<Record>,
-        max: usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<usize, TraceError> {
-        self.read_into::<true>(out, max, shift, counts)
+        self.read_into(out, max)
     }
 
     fn stats(&self) -> ReaderStats {
