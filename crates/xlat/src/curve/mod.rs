@@ -428,7 +428,13 @@ impl Lane {
             match *r {
                 Record::Access { size, addr, .. } => {
                     let first = addr >> shift;
-                    let last = addr.saturating_add(size.max(1) as u64 - 1) >> shift;
+                    let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
+                    if first == last {
+                        // Most references: one page (no range to step through).
+                        self.lookups += 1;
+                        self.lookup(first);
+                        continue;
+                    }
                     self.lookups += last - first + 1;
                     for vpn in first..=last {
                         self.lookup(vpn);
