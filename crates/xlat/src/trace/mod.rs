@@ -320,22 +320,26 @@ impl TraceCounts {
     /// `2^shift` bytes it touches (an access past the top of the address space is clipped
     /// there, and counted); every other record is an event.
     pub fn add(&mut self, records: &[Record], shift: u32) {
+        // Kept in locals over the batch, added once at the end.
+        let (mut by_kind, mut lookups, mut events, mut clipped) = ([0u64; 4], 0u64, 0u64, 0u64);
         for r in records {
             if let Record::Access { kind, size, addr } = *r {
-                self.references += 1;
-                self.by_kind[kind as usize] += 1;
-                let end = match addr.checked_add(size.max(1) as u64 - 1) {
-                    Some(end) => end,
-                    None => {
-                        self.clipped_accesses += 1;
-                        u64::MAX
-                    }
-                };
-                self.lookups += (end >> shift) - (addr >> shift) + 1;
+                by_kind[kind as usize] += 1;
+                let (end, over) = addr.overflowing_add((size as u64).saturating_sub(1));
+                clipped += over as u64;
+                let end = if over { u64::MAX } else { end };
+                lookups += (end >> shift) - (addr >> shift) + 1;
             } else {
-                self.events += 1;
+                events += 1;
             }
         }
+        for (c, n) in self.by_kind.iter_mut().zip(by_kind) {
+            *c += n;
+        }
+        self.references += by_kind.iter().sum::<u64>();
+        self.lookups += lookups;
+        self.events += events;
+        self.clipped_accesses += clipped;
     }
 }
 
