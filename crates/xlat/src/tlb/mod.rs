@@ -276,6 +276,23 @@ impl Filter {
         }
     }
 
+    /// A lookup of `vpn` of `asid` through the filter: on a hit, records it as pending and
+    /// returns the entry. Both entries are compared without branching on which one matches
+    /// (instruction and data pages alternate between them, which a branch per entry would
+    /// mispredict).
+    #[inline(always)]
+    fn hit(&mut self, asid: Asid, vpn: Vpn) -> Option<usize> {
+        let m0 = (vpn.0 == self.tag[0]) & (asid.0 == self.asid[0]);
+        let m1 = (vpn.0 == self.tag[1]) & (asid.0 == self.asid[1]);
+        if m0 | m1 {
+            let i = !m0 as usize;
+            self.pending[i] = true;
+            self.last = i;
+            return Some(i);
+        }
+        None
+    }
+
     #[inline(always)]
     fn drop_entry(&mut self, i: usize) {
         self.tag[i] = INVALID;
@@ -408,16 +425,8 @@ impl Tlb {
     /// without touching the arrays; everything else goes through an out-of-line path.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        let f = &mut self.filter;
-        // Both entries compared without branching on which one matches (instruction and data
-        // pages alternate between them, which a branch per entry would mispredict).
-        let m0 = (vpn.0 == f.tag[0]) & (asid.0 == f.asid[0]);
-        let m1 = (vpn.0 == f.tag[1]) & (asid.0 == f.asid[1]);
-        if m0 | m1 {
-            let i = !m0 as usize;
-            f.pending[i] = true;
-            f.last = i;
-            return Some(f.data[i]);
+        if let Some(i) = self.filter.hit(asid, vpn) {
+            return Some(self.filter.data[i]);
         }
         self.lookup_slow(asid, vpn)
     }
@@ -427,13 +436,7 @@ impl Tlb {
     /// inline rather than behind the out-of-line one.
     #[inline(always)]
     pub(crate) fn hits(&mut self, asid: Asid, vpn: Vpn) -> bool {
-        let f = &mut self.filter;
-        let m0 = (vpn.0 == f.tag[0]) & (asid.0 == f.asid[0]);
-        let m1 = (vpn.0 == f.tag[1]) & (asid.0 == f.asid[1]);
-        if m0 | m1 {
-            let i = !m0 as usize;
-            f.pending[i] = true;
-            f.last = i;
+        if self.filter.hit(asid, vpn).is_some() {
             return true;
         }
         if self.fa_lru && self.globals == 0 && self.present <= 1 {
