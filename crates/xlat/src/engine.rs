@@ -1796,13 +1796,8 @@ pub(crate) fn read_counted(
 /// stopping at `max` references. Returns how many records to use and whether the limit cut the
 /// batch.
 fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
+    // The records before the reference past the limit, if this batch holds it.
     let room = max - c.references;
-    let refs = buf.iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
-    if refs <= room {
-        c.add(buf, shift);
-        return (buf.len(), false);
-    }
-    // The limit falls in this batch: the records up to its `room`-th reference.
     let mut seen = 0;
     let n = buf
         .iter()
@@ -1812,7 +1807,7 @@ fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (us
         })
         .unwrap_or(buf.len());
     c.add(&buf[..n], shift);
-    (n, true)
+    (n, n < buf.len())
 }
 
 /// Feeds `batch[..n]` to each system of `systems` that has not failed; `before` are the trace

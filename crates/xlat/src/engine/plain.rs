@@ -47,13 +47,13 @@ impl System {
             let is_data = kind.is_data() as usize;
             let first = addr >> shift;
             let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
+            let t = tlbs[is_data];
             if first != last {
                 // A reference that spans pages: one lookup per page, ascending.
-                self.plain_pages(is_data, first, last).map_err(|e| (i, e))?;
+                self.plain_pages(t, is_data, first, last).map_err(|e| (i, e))?;
                 continue;
             }
             self.lookups[is_data] += 1;
-            let t = tlbs[is_data];
             let asid = self.asid;
             if !self.structures[t].tlb.hits(asid, Vpn(first)) {
                 self.plain_miss(t, asid, Vpn(first)).map_err(|e| (i, e))?;
@@ -62,10 +62,10 @@ impl System {
         Ok(())
     }
 
-    /// The lookups of pages `first..=last` of a plain design's reference (`is_data`: of data).
+    /// The lookups of pages `first..=last` of a plain design's reference in level-1 structure
+    /// `t` (`is_data`: a data reference).
     #[inline(never)]
-    fn plain_pages(&mut self, is_data: usize, first: u64, last: u64) -> Result<(), DesignError> {
-        let t = if is_data == 1 { self.dpath.levels[0] } else { self.ipath.levels[0] } as usize;
+    fn plain_pages(&mut self, t: usize, is_data: usize, first: u64, last: u64) -> Result<(), DesignError> {
         self.lookups[is_data] += last - first + 1;
         let asid = self.asid;
         for vpn in first..=last {

@@ -439,15 +439,22 @@ impl Tlb {
         if self.filter.hit(asid, vpn).is_some() {
             return true;
         }
-        if self.fa_lru && self.globals == 0 && self.present <= 1 {
+        if self.fa_lru_lookup() {
             return self.lookup_fa_lru(asid, vpn).is_some();
         }
         self.lookup_slow(asid, vpn).is_some()
     }
 
+    /// True while lookups may take [`Tlb::lookup_fa_lru`]: a fully associative LRU TLB holding
+    /// only base-page entries of no [`GLOBAL`] ASID.
+    #[inline(always)]
+    fn fa_lru_lookup(&self) -> bool {
+        self.fa_lru && self.globals == 0 && self.present <= 1
+    }
+
     #[inline(never)]
     fn lookup_slow(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        if self.fa_lru && self.globals == 0 && self.present <= 1 {
+        if self.fa_lru_lookup() {
             return self.lookup_fa_lru(asid, vpn);
         }
         let (slot, data) = self.find(asid.0, vpn.0)?;

@@ -606,22 +606,7 @@ impl<R: Read> XtrReader<R> {
 }
 
 impl<R: Read + Send> XtrReader<R> {
-    /// [`TraceReader::read_batch`]. The records are written in place: `out` keeps its length
-    /// between batches (it is only shortened to the records read), so a recycled batch is
-    /// never cleared or copied.
-    fn read_into(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
-        // At most 64 Ki records a call (fewer than asked for is allowed), so that `out` stays
-        // small whatever `max` is.
-        let max = max.clamp(1, 1 << 16);
-        if out.len() < max {
-            out.resize(max, Record::Marker { id: 0 });
-        }
-        let mut n = 0;
-        let result = self.decode_into(&mut out[..max], &mut n);
-        out.truncate(n);
-        result.map(|()| n)
-    }
-
+    /// Decodes into `out[*n..]` until it is full or the trace ends.
     fn decode_into(&mut self, out: &mut [Record], n: &mut usize) -> Result<(), TraceError> {
         while !self.done && *n < out.len() {
             if self.end - self.pos < MARGIN && !self.eof {
@@ -662,8 +647,19 @@ impl<R: Read + Send> XtrReader<R> {
 }
 
 impl<R: Read + Send> TraceReader for XtrReader<R> {
+    /// The records are written in place: `out` keeps its length between batches (it is only
+    /// shortened to the records read), so a recycled batch is never cleared or copied.
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
-        self.read_into(out, max)
+        // At most 64 Ki records a call (fewer than asked for is allowed), so that `out` stays
+        // small whatever `max` is.
+        let max = max.clamp(1, 1 << 16);
+        if out.len() < max {
+            out.resize(max, Record::Marker { id: 0 });
+        }
+        let mut n = 0;
+        let result = self.decode_into(&mut out[..max], &mut n);
+        out.truncate(n);
+        result.map(|()| n)
     }
 
     fn stats(&self) -> ReaderStats {
