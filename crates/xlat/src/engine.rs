@@ -19,8 +19,10 @@ use crate::pt::vhpt::{LongVhpt, VhptStats};
 use crate::pt::{Kind as PtKind, PageTable, ParamError, PtSize, Pte, WalkEnv, WalkRecord, Walker};
 use crate::stats::{SystemStats, TlbStats};
 use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
-use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
+use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
+use feed::Batch;
 
+pub(crate) mod feed;
 mod mach3;
 mod plain;
 
@@ -1704,118 +1706,48 @@ pub fn run_jobs(
     jobs: usize,
     mut progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
-    use std::sync::mpsc;
     let jobs = jobs.clamp(1, systems.len().max(1));
     if jobs > 1 {
         return run_parallel(reader, systems, opts, jobs, progress);
     }
-    let mut counts = TraceCounts::default();
-    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
-    counts.lookup_page_size = if !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
+    let counts = lookup_counts(systems);
     let shift = counts.lookup_page_size.trailing_zeros();
     let max = opts.max_refs.unwrap_or(u64::MAX);
-    let mut truncated = false;
-    std::thread::scope(|scope| -> Result<(), SimError> {
-        // The reader thread also counts the trace and applies the reference limit, so the
-        // simulation thread only simulates. It sends (batch, records to use, counts so far).
-        type Msg = Result<(Vec<Record>, usize, TraceCounts), TraceError>;
-        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
-        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Record>>();
-        let reader = &mut *reader;
-        let mut c = counts;
-        let reader_thread = scope.spawn(move || -> bool {
-            loop {
-                let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                if c.references == max {
-                    // At the limit: is there more trace?
-                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
-                }
-                match read_counted(reader, &mut buf, &mut c, shift, max) {
-                    Ok(None) => return false,
-                    Ok(Some((n, cut))) => {
-                        if full_tx.send(Ok((buf, n, c))).is_err() {
-                            return false; // the simulation stopped
-                        }
-                        if cut {
-                            return true;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = full_tx.send(Err(e));
-                        return false;
-                    }
-                }
-            }
-        });
-        for msg in full_rx.iter() {
-            let (batch, n, c) = msg?;
-            for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
-                if let Err((i, error)) = s.process_until(&batch[..n]) {
-                    let refs_before = batch[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
-                    let records_done = counts.references + counts.events;
-                    s.failure = Some(DesignFailure {
-                        error,
-                        reference: counts.references + refs_before + 1,
-                        record: records_done + i as u64 + 1,
-                    });
-                }
-            }
-            counts = c;
-            progress(counts.references);
-            let _ = empty_tx.send(batch);
+    let mut last = counts;
+    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
+        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
+        for batch in feed.batches.iter() {
+            let batch = batch?;
+            process_share(systems, &batch, shift);
+            last = batch.after;
+            progress(last.references);
+            let _ = feed.recycle.send(batch);
         }
-        truncated = reader_thread.join().unwrap_or(false);
-        Ok(())
+        Ok(feed.truncated.join().unwrap_or(false))
     })?;
-    Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
+    Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
 }
 
-/// One batch for a reader thread: reads up to [`BATCH`] records into `buf` and adds them to
-/// `c` (lookups at `shift`), stopping at `max` references. Returns how many records to use and
-/// whether the limit cut the batch, or `None` at the end of the trace.
-pub(crate) fn read_counted(
-    reader: &mut dyn TraceReader,
-    buf: &mut Vec<Record>,
-    c: &mut TraceCounts,
-    shift: u32,
-    max: u64,
-) -> Result<Option<(usize, bool)>, TraceError> {
-    if reader.read_batch(buf, BATCH)? == 0 {
-        return Ok(None);
-    }
-    if max == u64::MAX {
-        // No limit: the whole batch. (Counting inside the xtr decoder was tried: fewer
-        // instructions, but a slower decoding loop and slower runs.)
-        c.add(buf, shift);
-        return Ok(Some((buf.len(), false)));
-    }
-    Ok(Some(count_batch(buf, c, shift, max)))
+/// Empty trace counts whose lookups are at the designs' common page size (4096 if they
+/// differ).
+fn lookup_counts(systems: &[System]) -> TraceCounts {
+    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
+    let common = !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]);
+    TraceCounts { lookup_page_size: if common { sizes[0] } else { 4096 }, ..TraceCounts::default() }
 }
 
-/// Counts one batch's records as [`run`]'s reader does ([`TraceCounts::add`] at `shift`),
-/// stopping at `max` references. Returns how many records to use and whether the limit cut the
-/// batch.
-fn count_batch(buf: &[Record], c: &mut TraceCounts, shift: u32, max: u64) -> (usize, bool) {
-    // The records before the reference past the limit, if this batch holds it.
-    let room = max - c.references;
-    let mut seen = 0;
-    let n = buf
-        .iter()
-        .position(|r| {
-            seen += matches!(r, Record::Access { .. }) as u64;
-            seen > room
-        })
-        .unwrap_or(buf.len());
-    c.add(&buf[..n], shift);
-    (n, n < buf.len())
-}
-
-/// Feeds `batch[..n]` to each system of `systems` that has not failed; `before` are the trace
-/// counts before the batch (for the failure's position).
-fn process_share(systems: &mut [System], batch: &[Record], before: &TraceCounts) {
+/// Feeds `batch` to each system of `systems` that has not failed: through its page words
+/// (made at pages of `2^shift` bytes) when the design can use them.
+fn process_share(systems: &mut [System], batch: &Batch, shift: u32) {
+    let (records, words, before) = (batch.records(), batch.words(), &batch.before);
     for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
-        if let Err((i, error)) = s.process_until(batch) {
-            let refs_before = batch[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+        let r = if s.plain && s.page_size.shift() == shift && words.len() == records.len() {
+            s.process_plain_words(records, words)
+        } else {
+            s.process_until(records)
+        };
+        if let Err((i, error)) = r {
+            let refs_before = records[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
             s.failure = Some(DesignFailure {
                 error,
                 reference: before.references + refs_before + 1,
@@ -1836,67 +1768,37 @@ fn run_parallel(
     mut progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
     use std::sync::{mpsc, Arc};
-    type Shared = Arc<(Vec<Record>, usize, TraceCounts)>;
-    let mut counts = TraceCounts::default();
-    let sizes: Vec<u64> = systems.iter().map(|s| s.page_size.bytes()).collect();
-    counts.lookup_page_size = if sizes.iter().all(|&s| s == sizes[0]) { sizes[0] } else { 4096 };
+    let counts = lookup_counts(systems);
     let shift = counts.lookup_page_size.trailing_zeros();
     let max = opts.max_refs.unwrap_or(u64::MAX);
     let share = systems.len().div_ceil(jobs);
     let mut shares = systems.chunks_mut(share);
     let mine = shares.next().expect("at least one design");
+    let mut last = counts;
     let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
-        type Msg = Result<(Vec<Record>, usize, TraceCounts, TraceCounts), TraceError>;
-        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
-        let reader = &mut *reader;
-        let mut c = counts;
-        let reader_thread = scope.spawn(move || -> bool {
-            loop {
-                let mut buf = Vec::with_capacity(BATCH);
-                if c.references == max {
-                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
-                }
-                let before = c;
-                match read_counted(reader, &mut buf, &mut c, shift, max) {
-                    Ok(None) => return false,
-                    Ok(Some((n, cut))) => {
-                        if full_tx.send(Ok((buf, n, before, c))).is_err() {
-                            return false;
-                        }
-                        if cut {
-                            return true;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = full_tx.send(Err(e));
-                        return false;
-                    }
-                }
-            }
-        });
+        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
         let mut workers = Vec::new();
         for theirs in shares {
-            let (tx, rx) = mpsc::sync_channel::<Shared>(4);
+            let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(4);
             workers.push(tx);
             scope.spawn(move || {
                 for b in rx.iter() {
-                    process_share(theirs, &b.0[..b.1], &b.2);
+                    process_share(theirs, &b, shift);
                 }
             });
         }
-        for msg in full_rx.iter() {
-            let (batch, n, before, after) = msg?;
-            let shared: Shared = Arc::new((batch, n, before));
+        for batch in feed.batches.iter() {
+            let shared = Arc::new(batch?);
             for w in &workers {
                 // A worker only stops when its channel closes, after this loop.
                 let _ = w.send(Arc::clone(&shared));
             }
-            process_share(mine, &shared.0[..n], &before);
-            counts = after;
-            progress(counts.references);
+            process_share(mine, &shared, shift);
+            last = shared.after;
+            progress(last.references);
         }
         drop(workers);
-        Ok(reader_thread.join().unwrap_or(false))
+        Ok(feed.truncated.join().unwrap_or(false))
     })?;
-    Ok(RunSummary { trace: counts, reader: reader.stats(), truncated_by_limit: truncated })
+    Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
 }

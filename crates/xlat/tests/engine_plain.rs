@@ -2,7 +2,8 @@
 //! that qualify (any geometry and policy, split or unified level 1, radix, hashed or clustered
 //! tables, tagged or flushed ASIDs, reservation and superpage OS policies) and random record
 //! streams with every kind of event, both loops must give identical counters, identical
-//! failures and identical TLB contents.
+//! failures and identical TLB contents, whether the plain loop reads the page words of
+//! `engine::run`'s reader thread or makes them itself (`System::process`).
 
 use proptest::prelude::*;
 use xlat::config::Config;
@@ -116,11 +117,19 @@ proptest! {
         let mut general = System::new(&config).unwrap();
         general.use_general_loop();
         prop_assert!(!general.is_plain_loop());
+        // `run` feeds the plain design its reader's page words; `process` makes them itself.
+        let mut direct = System::new(&config).unwrap();
+        for chunk in records.chunks(13) {
+            if direct.process(chunk).is_err() {
+                break;
+            }
+        }
         let mut systems = vec![plain, general];
         engine::run(&mut VecReader(records, 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
         general = systems.pop().unwrap();
         plain = systems.pop().unwrap();
         prop_assert_eq!(plain.stats(), general.stats());
+        prop_assert_eq!(direct.stats(), general.stats());
         prop_assert_eq!(format!("{:?}", plain.failure()), format!("{:?}", general.failure()));
         prop_assert_eq!(plain.page_table_peak(), general.page_table_peak());
         for (p, g) in plain.structures().iter().zip(general.structures()) {

@@ -271,6 +271,42 @@ fn expected_counts(records: &[Record], shift: u32) -> TraceCounts {
     c
 }
 
+/// The page word of `r` by its definition (see `xlat::trace::page_word`), in 128-bit
+/// arithmetic: an access within one page of `2^shift` bytes (clipped at the top of the
+/// address space) is its page number times two, plus one for data; anything else is all ones.
+fn expected_word(r: &Record, shift: u32) -> u64 {
+    match *r {
+        Record::Access { kind, size, addr } => {
+            let end = (addr as u128 + size.max(1) as u128 - 1).min(u64::MAX as u128);
+            let page = (addr as u128) >> shift;
+            if end >> shift == page {
+                (page * 2 + (kind != Kind::Ifetch) as u128) as u64
+            } else {
+                u64::MAX
+            }
+        }
+        _ => u64::MAX,
+    }
+}
+
+/// The counts keep their kinds apart however long the slice counted at once.
+#[test]
+fn long_batches_count_exactly() {
+    let mut recs = vec![Record::Access { kind: Kind::Ifetch, size: 4, addr: 0x1000 }; 70_000];
+    recs.extend(vec![Record::Access { kind: Kind::Store, size: 8, addr: 0x2000 }; 66_000]);
+    let mut a = TraceCounts::default();
+    a.add(&recs, 12);
+    let mut b = TraceCounts::default();
+    let mut words = Vec::new();
+    b.add_words(&recs, 12, &mut words);
+    for c in [a, b] {
+        assert_eq!(c.by_kind, [70_000, 0, 66_000, 0]);
+        assert_eq!(c, expected_counts(&recs, 12));
+    }
+    assert_eq!(words.len(), recs.len());
+    assert_eq!((words[0], words[70_000]), (2, 5));
+}
+
 proptest! {
     /// The counts the engine's reader threads keep ([`TraceCounts::add`] over each batch read)
     /// are those of the definition, whatever the batch size, over records read back from xtr.
@@ -282,6 +318,7 @@ proptest! {
         batch in 1usize..50,
         shift in prop::sample::select(vec![12u32, 21, 30]),
         zstd in any::<bool>(),
+        with_words in any::<bool>(),
     ) {
         for (at, size, below) in near_top {
             recs.insert(at.min(recs.len()), Record::Access { kind: Kind::Load, size, addr: u64::MAX - below });
@@ -301,7 +338,14 @@ proptest! {
             if n == 0 {
                 break;
             }
-            counts.add(&b, shift);
+            if with_words {
+                let mut words = vec![7; 3];
+                counts.add_words(&b, shift, &mut words);
+                let expected: Vec<u64> = b.iter().map(|r| expected_word(r, shift)).collect();
+                prop_assert_eq!(words, expected);
+            } else {
+                counts.add(&b, shift);
+            }
             all.extend_from_slice(&b);
         }
         prop_assert_eq!(&all, &recs);

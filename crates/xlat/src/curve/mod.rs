@@ -29,7 +29,7 @@ use crate::addr::{Asid, Pfn, Vpn};
 use crate::engine::TraceCounts;
 use crate::pt::{ParamError, Pte};
 use crate::tlb::{Geometry, Policy, Tlb};
-use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader, BATCH};
+use crate::trace::{page_word, Kind, ReaderStats, Record, TraceError, TraceReader, SLOW_WORD};
 use stack::{FaStack, SetStacks};
 
 /// An associativity asked for.
@@ -422,42 +422,68 @@ impl Lane {
         Ok(self.asids.len() as u64 - 1)
     }
 
-    fn process(&mut self, batch: &[Record]) -> Result<(), CurveError> {
-        let shift = self.shift;
-        for r in batch {
-            match *r {
-                Record::Access { size, addr, .. } => {
-                    let first = addr >> shift;
-                    let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
-                    if first == last {
-                        // Most references: one page (no range to step through).
-                        self.lookups += 1;
-                        self.lookup(first);
-                        continue;
-                    }
-                    self.lookups += last - first + 1;
-                    for vpn in first..=last {
-                        self.lookup(vpn);
-                    }
-                }
-                Record::Process { asid } | Record::ContextSwitch { asid } if asid != self.cur_asid => {
-                    self.cur = self.dense(asid)? << self.asid_shift;
-                    self.cur_asid = asid;
-                }
-                Record::Unmap { start, len } if len > 0 => {
-                    let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);
-                    let (cur, mask) = (self.cur, (1u64 << self.asid_shift) - 1);
-                    self.invalidate(Asid(self.cur_asid), lo, hi, move |k| {
-                        k & !mask == cur && (lo..=hi).contains(&(k & mask))
-                    });
-                }
-                Record::Exit { asid } => {
-                    let d = self.dense(asid)? << self.asid_shift;
-                    let mask = (1u64 << self.asid_shift) - 1;
-                    self.invalidate(Asid(asid), 0, u64::MAX, move |k| k & !mask == d);
-                }
-                _ => {}
+    /// Simulates `records`, through `words` (their page words at this lane's page size, made by
+    /// the reader thread) if given.
+    fn process(&mut self, records: &[Record], words: Option<&[u64]>) -> Result<(), CurveError> {
+        match words {
+            Some(w) => {
+                let w = &w[..records.len()];
+                self.process_words(records, |i| w[i])
             }
+            None if self.shift == 0 => self.process_words(records, |_| SLOW_WORD),
+            None => {
+                let shift = self.shift;
+                self.process_words(records, |i| page_word(&records[i], shift))
+            }
+        }
+    }
+
+    /// The loop of [`Lane::process`] over `records`, whose page words `word(i)` gives.
+    #[inline(always)]
+    fn process_words(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), CurveError> {
+        for (i, r) in records.iter().enumerate() {
+            let w = word(i);
+            if w != SLOW_WORD {
+                // Most references: one page.
+                self.lookups += 1;
+                self.lookup(w >> 1);
+            } else {
+                self.record(r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A record that is not a one-page access.
+    #[inline(never)]
+    fn record(&mut self, r: &Record) -> Result<(), CurveError> {
+        let shift = self.shift;
+        match *r {
+            Record::Access { size, addr, .. } => {
+                let first = addr >> shift;
+                let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
+                self.lookups += last - first + 1;
+                for vpn in first..=last {
+                    self.lookup(vpn);
+                }
+            }
+            Record::Process { asid } | Record::ContextSwitch { asid } if asid != self.cur_asid => {
+                self.cur = self.dense(asid)? << self.asid_shift;
+                self.cur_asid = asid;
+            }
+            Record::Unmap { start, len } if len > 0 => {
+                let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);
+                let (cur, mask) = (self.cur, (1u64 << self.asid_shift) - 1);
+                self.invalidate(Asid(self.cur_asid), lo, hi, move |k| {
+                    k & !mask == cur && (lo..=hi).contains(&(k & mask))
+                });
+            }
+            Record::Exit { asid } => {
+                let d = self.dense(asid)? << self.asid_shift;
+                let mask = (1u64 << self.asid_shift) - 1;
+                self.invalidate(Asid(asid), 0, u64::MAX, move |k| k & !mask == d);
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -559,51 +585,25 @@ pub fn curve(
     spec: &CurveSpec,
     mut progress: impl FnMut(u64),
 ) -> Result<CurveResult, CurveError> {
-    use std::sync::mpsc;
     let pairs = spec.pairs()?;
     let mut lanes: Vec<Lane> = spec.page_sizes.iter().map(|&p| Lane::new(spec, &pairs, p)).collect();
     let max = spec.max_refs.unwrap_or(u64::MAX);
     let shift = spec.page_sizes[0].trailing_zeros();
     let mut counts = TraceCounts { lookup_page_size: spec.page_sizes[0], ..TraceCounts::default() };
     let truncated = std::thread::scope(|scope| -> Result<bool, CurveError> {
-        type Msg = Result<(Vec<Record>, usize, TraceCounts), TraceError>;
-        let (full_tx, full_rx) = mpsc::sync_channel::<Msg>(4);
-        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Record>>();
-        let reader = &mut *reader;
-        let mut c = counts;
-        let reader_thread = scope.spawn(move || -> bool {
-            loop {
-                let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                if c.references == max {
-                    return matches!(reader.read_batch(&mut buf, 1), Ok(n) if n > 0);
-                }
-                match crate::engine::read_counted(reader, &mut buf, &mut c, shift, max) {
-                    Ok(None) => return false,
-                    Ok(Some((n, cut))) => {
-                        if full_tx.send(Ok((buf, n, c))).is_err() {
-                            return false;
-                        }
-                        if cut {
-                            return true;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = full_tx.send(Err(e));
-                        return false;
-                    }
-                }
-            }
-        });
-        for msg in full_rx.iter() {
-            let (batch, n, c) = msg?;
+        let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, shift, max);
+        for batch in feed.batches.iter() {
+            let batch = batch?;
+            let words = batch.words();
             for lane in &mut lanes {
-                lane.process(&batch[..n])?;
+                let own = words.len() == batch.records().len() && lane.shift == shift;
+                lane.process(batch.records(), own.then_some(words))?;
             }
-            counts = c;
+            counts = batch.after;
             progress(counts.references);
-            let _ = empty_tx.send(batch);
+            let _ = feed.recycle.send(batch);
         }
-        Ok(reader_thread.join().unwrap_or(false))
+        Ok(feed.truncated.join().unwrap_or(false))
     })?;
     let curves = lanes.into_iter().map(|l| l.finish(&pairs)).collect();
     Ok(CurveResult { trace: counts, reader: reader.stats(), truncated_by_limit: truncated, curves })

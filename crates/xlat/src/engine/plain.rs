@@ -14,7 +14,7 @@ use crate::addr::{Asid, Vpn};
 use crate::config::TlbFormat;
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
-use crate::trace::Record;
+use crate::trace::{page_word, Record, SLOW_WORD};
 
 impl System {
     /// True if this design may take [`System::process_plain`] (see the module documentation).
@@ -38,33 +38,79 @@ impl System {
     /// [`System::process_until`] of a plain design.
     pub(super) fn process_plain(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
         let shift = self.page_size.shift();
+        if shift == 0 {
+            // Pages of one byte: no page words; every record takes the general step.
+            return self.plain_loop(records, |_| SLOW_WORD);
+        }
+        self.plain_loop(records, |i| page_word(&records[i], shift))
+    }
+
+    /// [`System::process_plain`] given the batch's [`page_word`]s at the design's page size,
+    /// as the reader thread makes them (`words.len() == records.len()`).
+    pub(super) fn process_plain_words(
+        &mut self,
+        records: &[Record],
+        words: &[u64],
+    ) -> Result<(), (usize, DesignError)> {
+        let words = &words[..records.len()];
+        self.plain_loop(records, |i| words[i])
+    }
+
+    /// The loop of a plain design over `records`, whose page words `word(i)` gives.
+    #[inline(always)]
+    fn plain_loop(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), (usize, DesignError)> {
         let tlbs = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
+        // One-page lookups, and those of data references, counted in registers: a count in
+        // memory would chain each reference to the previous one's store. They go to
+        // `self.lookups` before anything can read it (an event, an error, the batch's end).
+        let (mut n, mut n_data) = (0u64, 0u64);
         for (i, r) in records.iter().enumerate() {
-            let Record::Access { kind, size, addr } = *r else {
-                self.event(r).map_err(|e| (i, e))?;
-                continue;
-            };
-            let is_data = kind.is_data() as usize;
-            let first = addr >> shift;
-            let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
-            let t = tlbs[is_data];
-            if first != last {
-                // A reference that spans pages: one lookup per page, ascending.
-                self.plain_pages(t, is_data, first, last).map_err(|e| (i, e))?;
+            let w = word(i);
+            if w == SLOW_WORD {
+                self.add_lookups(&mut n, &mut n_data);
+                self.plain_record(r, tlbs).map_err(|e| (i, e))?;
                 continue;
             }
-            self.lookups[is_data] += 1;
-            let asid = self.asid;
-            if !self.structures[t].tlb.hits(asid, Vpn(first)) {
-                self.plain_miss(t, asid, Vpn(first)).map_err(|e| (i, e))?;
+            let is_data = (w & 1) as usize;
+            n += 1;
+            n_data += w & 1;
+            let (t, asid, vpn) = (tlbs[is_data], self.asid, Vpn(w >> 1));
+            if !self.structures[t].tlb.hits(asid, vpn) {
+                if let Err(e) = self.plain_miss(t, asid, vpn) {
+                    self.add_lookups(&mut n, &mut n_data);
+                    return Err((i, e));
+                }
             }
         }
+        self.add_lookups(&mut n, &mut n_data);
         Ok(())
+    }
+
+    /// Adds the lookups [`System::plain_loop`] counted (`n`, of which `n_data` of data
+    /// references) to `self.lookups`, and zeroes them.
+    #[inline(always)]
+    fn add_lookups(&mut self, n: &mut u64, n_data: &mut u64) {
+        self.lookups[0] += *n - *n_data;
+        self.lookups[1] += *n_data;
+        (*n, *n_data) = (0, 0);
+    }
+
+    /// A record of a plain design that is not a one-page access: an event, or an access
+    /// that spans pages (one lookup per page, ascending, in level-1 structure `tlbs[is_data]`).
+    #[inline(never)]
+    fn plain_record(&mut self, r: &Record, tlbs: [usize; 2]) -> Result<(), DesignError> {
+        let Record::Access { kind, size, addr } = *r else {
+            return self.event(r);
+        };
+        let shift = self.page_size.shift();
+        let is_data = kind.is_data() as usize;
+        let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
+        self.plain_pages(tlbs[is_data], is_data, addr >> shift, last)
     }
 
     /// The lookups of pages `first..=last` of a plain design's reference in level-1 structure
     /// `t` (`is_data`: a data reference).
-    #[inline(never)]
+    #[inline(always)]
     fn plain_pages(&mut self, t: usize, is_data: usize, first: u64, last: u64) -> Result<(), DesignError> {
         self.lookups[is_data] += last - first + 1;
         let asid = self.asid;

@@ -315,31 +315,91 @@ pub struct TraceCounts {
     pub clipped_accesses: u64,
 }
 
+/// The [`page_word`] of every record that is not an access to exactly one page.
+pub const SLOW_WORD: u64 = u64::MAX;
+
+/// A record as the page-number stream of a batch sees it, for pages of `2^shift` bytes
+/// (`shift >= 1`): `vpn << 1 | is_data` for an access that touches exactly one page (its
+/// number `vpn`, the last page for an access clipped at the top of the address space;
+/// `is_data` for loads, stores and modifies), [`SLOW_WORD`] for any other record (an event,
+/// an access that spans pages). A word equal to [`SLOW_WORD`] by chance (the top page with
+/// pages of 2 bytes) only sends that access down the general path.
+#[inline(always)]
+pub fn page_word(r: &Record, shift: u32) -> u64 {
+    Tally::default().count(r, shift)
+}
+
+/// The counts of [`TraceCounts::add`] over at most [`Tally::MAX`] records, in registers.
+#[derive(Default)]
+struct Tally {
+    /// References by kind, 16 bits per kind (kind `k` at bit `16 * k`): one add per
+    /// reference, where an indexed count would chain each reference to the previous one's
+    /// store.
+    by_kind: u64,
+    lookups: u64,
+    events: u64,
+    clipped: u64,
+}
+
+impl Tally {
+    /// Most records one tally may count (the 16-bit fields of `by_kind`).
+    const MAX: usize = u16::MAX as usize;
+
+    /// Counts `r`; returns its [`page_word`].
+    #[inline(always)]
+    fn count(&mut self, r: &Record, shift: u32) -> u64 {
+        let Record::Access { kind, size, addr } = *r else {
+            self.events += 1;
+            return SLOW_WORD;
+        };
+        self.by_kind += 1 << (16 * kind as u32);
+        let (end, over) = addr.overflowing_add((size as u64).saturating_sub(1));
+        self.clipped += over as u64;
+        let end = if over { u64::MAX } else { end };
+        let (first, last) = (addr >> shift, end >> shift);
+        self.lookups += last - first + 1;
+        if first == last {
+            first << 1 | kind.is_data() as u64
+        } else {
+            SLOW_WORD
+        }
+    }
+}
+
 impl TraceCounts {
     /// Adds `records`: each access is a reference of its kind and one lookup per page of
     /// `2^shift` bytes it touches (an access past the top of the address space is clipped
     /// there, and counted); every other record is an event.
     pub fn add(&mut self, records: &[Record], shift: u32) {
-        // Kept in locals over the batch, added once at the end.
-        let (mut by_kind, mut lookups, mut events, mut clipped) = ([0u64; 4], 0u64, 0u64, 0u64);
-        for r in records {
-            if let Record::Access { kind, size, addr } = *r {
-                by_kind[kind as usize] += 1;
-                let (end, over) = addr.overflowing_add((size as u64).saturating_sub(1));
-                clipped += over as u64;
-                let end = if over { u64::MAX } else { end };
-                lookups += (end >> shift) - (addr >> shift) + 1;
-            } else {
-                events += 1;
+        for chunk in records.chunks(Tally::MAX) {
+            let mut t = Tally::default();
+            for r in chunk {
+                t.count(r, shift);
             }
+            self.add_tally(&t);
         }
-        for (c, n) in self.by_kind.iter_mut().zip(by_kind) {
+    }
+
+    /// [`TraceCounts::add`], and the [`page_word`] of each record at `shift` (`>= 1`) in
+    /// `words` (cleared first): the page-number stream the engine's plain loop reads.
+    pub fn add_words(&mut self, records: &[Record], shift: u32, words: &mut Vec<u64>) {
+        words.clear();
+        for chunk in records.chunks(Tally::MAX) {
+            let mut t = Tally::default();
+            words.extend(chunk.iter().map(|r| t.count(r, shift)));
+            self.add_tally(&t);
+        }
+    }
+
+    fn add_tally(&mut self, t: &Tally) {
+        for (k, c) in self.by_kind.iter_mut().enumerate() {
+            let n = t.by_kind >> (16 * k) & 0xffff;
             *c += n;
+            self.references += n;
         }
-        self.references += by_kind.iter().sum::<u64>();
-        self.lookups += lookups;
-        self.events += events;
-        self.clipped_accesses += clipped;
+        self.lookups += t.lookups;
+        self.events += t.events;
+        self.clipped_accesses += t.clipped;
     }
 }
 
