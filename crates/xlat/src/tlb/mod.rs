@@ -1059,80 +1059,73 @@ impl Tlb {
     }
 }
 
-/// Per-set doubly linked lists of slots (head: most recent; tail: next victim), as one array of
-/// `[prev, next]` links and one of `[head, tail]` ends.
+/// Per-set circular doubly linked lists of slots (head: most recent; tail, the head's `prev`:
+/// next victim), as one array of `[prev, next]` links and one of heads. Every way of a set is
+/// always on its list, so no link is ever missing: moving the tail to the head (every fill of a
+/// full LRU set) or the head to the tail only moves the head.
 #[derive(Clone, Debug)]
 struct Order {
     links: Vec<[u32; 2]>,
-    ends: Vec<[u32; 2]>,
+    heads: Vec<u32>,
 }
 
 impl Order {
     /// Every set ordered so that way 0 is at the tail: empty ways fill in index order.
     fn new(sets: u32, ways: u32) -> Order {
         let mut links = vec![[NIL; 2]; (sets * ways) as usize];
-        let mut ends = vec![[NIL; 2]; sets as usize];
+        let mut heads = vec![NIL; sets as usize];
         for s in 0..sets {
             let base = s * ways;
             for w in 0..ways {
-                let slot = (base + w) as usize;
-                links[slot] = [if w + 1 < ways { base + w + 1 } else { NIL }, if w > 0 { base + w - 1 } else { NIL }];
+                // From the head (way `ways - 1`) down to the tail (way 0), and round.
+                links[(base + w) as usize] = [base + (w + 1) % ways, base + (w + ways - 1) % ways];
             }
-            ends[s as usize] = [base + ways - 1, base];
+            heads[s as usize] = base + ways - 1;
         }
-        Order { links, ends }
+        Order { links, heads }
     }
 
     #[inline(always)]
     fn tail(&self, set: u32) -> u32 {
-        self.ends[set as usize][1]
+        self.links[self.heads[set as usize] as usize][0]
     }
 
+    /// Takes `slot` (neither the head nor the tail) out of its list and puts it back between
+    /// the tail `t` and the head `h`.
     #[inline(always)]
-    fn unlink(&mut self, set: u32, slot: u32) {
+    fn relink(&mut self, slot: u32, t: u32, h: u32) {
         let [p, n] = self.links[slot as usize];
-        if p != NIL {
-            self.links[p as usize][1] = n;
-        } else {
-            self.ends[set as usize][0] = n;
-        }
-        if n != NIL {
-            self.links[n as usize][0] = p;
-        } else {
-            self.ends[set as usize][1] = p;
-        }
+        self.links[p as usize][1] = n;
+        self.links[n as usize][0] = p;
+        self.links[slot as usize] = [t, h];
+        self.links[t as usize][1] = slot;
+        self.links[h as usize][0] = slot;
     }
 
     #[inline(always)]
     fn move_to_head(&mut self, set: u32, slot: u32) {
-        let h = self.ends[set as usize][0];
+        let h = self.heads[set as usize];
         if h == slot {
             return;
         }
-        self.unlink(set, slot);
-        let h = self.ends[set as usize][0];
-        self.links[slot as usize] = [NIL, h];
-        if h != NIL {
-            self.links[h as usize][0] = slot;
-        } else {
-            self.ends[set as usize][1] = slot;
+        let t = self.links[h as usize][0];
+        if t != slot {
+            self.relink(slot, t, h);
         }
-        self.ends[set as usize][0] = slot;
+        self.heads[set as usize] = slot;
     }
 
     fn move_to_tail(&mut self, set: u32, slot: u32) {
-        if self.ends[set as usize][1] == slot {
+        let h = self.heads[set as usize];
+        let t = self.links[h as usize][0];
+        if t == slot {
             return;
         }
-        self.unlink(set, slot);
-        let t = self.ends[set as usize][1];
-        self.links[slot as usize] = [t, NIL];
-        if t != NIL {
-            self.links[t as usize][1] = slot;
+        if h == slot {
+            self.heads[set as usize] = self.links[h as usize][1];
         } else {
-            self.ends[set as usize][0] = slot;
+            self.relink(slot, t, h);
         }
-        self.ends[set as usize][1] = slot;
     }
 }
 
