@@ -59,6 +59,7 @@ pub mod model;
 pub mod mtlb;
 pub mod os;
 pub mod output;
+mod padded;
 pub mod plot;
 pub mod pt;
 pub mod report;

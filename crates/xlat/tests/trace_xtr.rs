@@ -305,11 +305,20 @@ fn long_batches_count_exactly() {
     }
     assert_eq!(words.len(), recs.len());
     assert_eq!((words[0], words[70_000]), (2, 5));
+    // The xtr reader's own counting, asked for more records than one call may count.
+    let bytes = encode_to_vec(&recs, Compression::None).unwrap();
+    let mut r = XtrReader::new(&bytes[..], "t.xtr").unwrap();
+    let (mut c, mut out, mut w) = (TraceCounts::default(), Vec::new(), Vec::new());
+    while r.read_batch_words(&mut out, &mut w, 1 << 20, 12, &mut c).unwrap() > 0 {
+        assert_eq!(w.len(), out.len());
+    }
+    assert_eq!(c, expected_counts(&recs, 12));
 }
 
 proptest! {
-    /// The counts the engine's reader threads keep ([`TraceCounts::add`] over each batch read)
-    /// are those of the definition, whatever the batch size, over records read back from xtr.
+    /// The counts the engine's reader threads keep ([`TraceCounts::add`] over each batch read,
+    /// or the xtr reader's own as it decodes) and the page words are those of the definition,
+    /// whatever the batch size, over records read back from xtr.
     #[test]
     fn batch_counts_follow_the_definition(
         mut recs in prop::collection::vec(record_strategy(), 0..400),
@@ -318,7 +327,7 @@ proptest! {
         batch in 1usize..50,
         shift in prop::sample::select(vec![12u32, 21, 30]),
         zstd in any::<bool>(),
-        with_words in any::<bool>(),
+        mode in 0u8..3,
     ) {
         for (at, size, below) in near_top {
             recs.insert(at.min(recs.len()), Record::Access { kind: Kind::Load, size, addr: u64::MAX - below });
@@ -332,19 +341,26 @@ proptest! {
         let mut r = XtrReader::new(s, "t.xtr").unwrap();
         let (mut all, mut b) = (Vec::new(), Vec::new());
         let mut counts = TraceCounts::default();
+        let mut words = vec![7; 3];
         loop {
-            let n = r.read_batch(&mut b, batch).unwrap();
+            // Mode 2: the reader counts and writes the page words as it decodes.
+            let n = if mode == 2 {
+                r.read_batch_words(&mut b, &mut words, batch, shift, &mut counts).unwrap()
+            } else {
+                r.read_batch(&mut b, batch).unwrap()
+            };
             prop_assert_eq!(n, b.len());
             if n == 0 {
                 break;
             }
-            if with_words {
-                let mut words = vec![7; 3];
-                counts.add_words(&b, shift, &mut words);
+            match mode {
+                0 => counts.add(&b, shift),
+                1 => counts.add_words(&b, shift, &mut words),
+                _ => {}
+            }
+            if mode > 0 {
                 let expected: Vec<u64> = b.iter().map(|r| expected_word(r, shift)).collect();
-                prop_assert_eq!(words, expected);
-            } else {
-                counts.add(&b, shift);
+                prop_assert_eq!(&words, &expected);
             }
             all.extend_from_slice(&b);
         }

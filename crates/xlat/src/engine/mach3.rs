@@ -489,7 +489,7 @@ impl System {
             }
             Ok(())
         };
-        for s in &self.structures {
+        for s in self.structures.iter() {
             for (asid, vpn, pfn) in s.tlb.translations() {
                 if vpn.0 >= KSEG2 >> PAGE_SHIFT || asid == GLOBAL {
                     check(&s.name, asid, vpn.0, pfn.0)?;

@@ -64,7 +64,9 @@ impl System {
         // memory would chain each reference to the previous one's store. They go to
         // `self.lookups` before anything can read it (an event, an error, the batch's end).
         let (mut n, mut n_data) = (0u64, 0u64);
-        // The records are only read for the words that send them down the general step.
+        // The records are only read for the words that send them down the general step (an
+        // iterator over them too would cost a register the loop needs).
+        #[allow(clippy::needless_range_loop)]
         for i in 0..records.len() {
             let w = word(i);
             if w == SLOW_WORD {

@@ -50,6 +50,7 @@ pub use policy::Policy;
 use policy::PolicyState;
 
 use crate::addr::{Asid, PageSize, Pfn, Vpn};
+use crate::padded::Padded;
 use crate::pt::Pte;
 
 /// Sets with at most this many ways are searched by scanning; wider ones through an index.
@@ -1065,8 +1066,8 @@ impl Tlb {
 /// full LRU set) or the head to the tail only moves the head.
 #[derive(Clone, Debug)]
 struct Order {
-    links: Vec<[u32; 2]>,
-    heads: Vec<u32>,
+    links: Padded<[u32; 2]>,
+    heads: Padded<u32>,
 }
 
 impl Order {
@@ -1082,7 +1083,7 @@ impl Order {
             }
             heads[s as usize] = base + ways - 1;
         }
-        Order { links, heads }
+        Order { links: links.into(), heads: heads.into() }
     }
 
     #[inline(always)]

@@ -331,7 +331,7 @@ pub fn page_word(r: &Record, shift: u32) -> u64 {
 
 /// The counts of [`TraceCounts::add`] over at most [`Tally::MAX`] records, in registers.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     /// References by kind, 16 bits per kind (kind `k` at bit `16 * k`): one add per
     /// reference, where an indexed count would chain each reference to the previous one's
     /// store.
@@ -343,15 +343,27 @@ struct Tally {
 
 impl Tally {
     /// Most records one tally may count (the 16-bit fields of `by_kind`).
-    const MAX: usize = u16::MAX as usize;
+    pub(crate) const MAX: usize = u16::MAX as usize;
 
     /// Counts `r`; returns its [`page_word`].
     #[inline(always)]
-    fn count(&mut self, r: &Record, shift: u32) -> u64 {
-        let Record::Access { kind, size, addr } = *r else {
-            self.events += 1;
-            return SLOW_WORD;
-        };
+    pub(crate) fn count(&mut self, r: &Record, shift: u32) -> u64 {
+        match *r {
+            Record::Access { kind, size, addr } => self.access(kind, size, addr, shift),
+            _ => self.event(),
+        }
+    }
+
+    /// Counts an event; returns its [`page_word`].
+    #[inline(always)]
+    pub(crate) fn event(&mut self) -> u64 {
+        self.events += 1;
+        SLOW_WORD
+    }
+
+    /// Counts an access; returns its [`page_word`].
+    #[inline(always)]
+    pub(crate) fn access(&mut self, kind: Kind, size: u32, addr: u64, shift: u32) -> u64 {
         self.by_kind += 1 << (16 * kind as u32);
         let (end, over) = addr.overflowing_add((size as u64).saturating_sub(1));
         self.clipped += over as u64;
@@ -391,7 +403,7 @@ impl TraceCounts {
         }
     }
 
-    fn add_tally(&mut self, t: &Tally) {
+    pub(crate) fn add_tally(&mut self, t: &Tally) {
         for (k, c) in self.by_kind.iter_mut().enumerate() {
             let n = t.by_kind >> (16 * k) & 0xffff;
             *c += n;
@@ -412,6 +424,22 @@ impl TraceCounts {
 pub trait TraceReader: Send {
     /// Fills `out` (after clearing it) with up to `max` records.
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
+    /// [`TraceReader::read_batch`] that also adds the records read to `counts`
+    /// ([`TraceCounts::add`] at `shift`) and writes their [`page_word`]s at `shift` (`>= 1`)
+    /// into `words` (cleared first): what the engine's reader thread needs of a batch. A
+    /// reader that decodes accesses itself may do it as it decodes them.
+    fn read_batch_words(
+        &mut self,
+        out: &mut Vec<Record>,
+        words: &mut Vec<u64>,
+        max: usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<usize, TraceError> {
+        let n = self.read_batch(out, max)?;
+        counts.add_words(out, shift, words);
+        Ok(n)
+    }
     /// What the reader has consumed and skipped so far.
     fn stats(&self) -> ReaderStats;
     /// What the trace says about itself beyond its records, read so far (xtr metadata).

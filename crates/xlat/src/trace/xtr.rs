@@ -23,7 +23,7 @@
 use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
-use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
+use super::{Kind, ReaderStats, Record, Tally, TraceCounts, TraceError, TraceReader, TraceWriter, SLOW_WORD};
 
 /// The four bytes every xtr stream starts with.
 pub const MAGIC: &[u8; 4] = b"XTR\0";
@@ -243,7 +243,8 @@ fn kind_of(k: usize) -> Kind {
 /// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
 /// looked at, and why it stopped.
 #[inline(always)]
-fn decode_run(
+#[allow(clippy::too_many_arguments)]
+fn decode_run<S: Sink>(
     buf: &[u8],
     mut pos: usize,
     limit: usize,
@@ -251,6 +252,7 @@ fn decode_run(
     last_size: &mut [u32; 4],
     out: &mut [Record],
     n: &mut usize,
+    sink: &mut S,
 ) -> (usize, usize, Stop) {
     let buf = &buf[..limit + MARGIN];
     let mut la = *last_addr;
@@ -286,11 +288,13 @@ fn decode_run(
             }
             ls[k] = size;
             out[i] = Record::Access { kind: kind_of(k), size, addr };
+            sink.access(i, kind_of(k), size, addr);
             pos += len;
         } else if t <= tag::THREAD {
             match decode_event(&buf[pos..pos + MARGIN], t) {
                 Ok((rec, len)) => {
                     out[i] = rec;
+                    sink.event(i);
                     pos += len;
                 }
                 Err((m, len)) => break Stop::Bad(m, len),
@@ -304,6 +308,38 @@ fn decode_run(
     *last_addr = la;
     *last_size = ls;
     (pos, start, stop)
+}
+
+/// What the decoder does with each record it writes at `out[i]`, besides writing it.
+trait Sink {
+    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64);
+    fn event(&mut self, i: usize);
+}
+
+/// Nothing ([`TraceReader::read_batch`]).
+impl Sink for () {
+    #[inline(always)]
+    fn access(&mut self, _: usize, _: Kind, _: u32, _: u64) {}
+    #[inline(always)]
+    fn event(&mut self, _: usize) {}
+}
+
+/// Counts each record and writes its page word ([`TraceReader::read_batch_words`]).
+struct Words<'a> {
+    words: &'a mut [u64],
+    tally: Tally,
+    shift: u32,
+}
+
+impl Sink for Words<'_> {
+    #[inline(always)]
+    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) {
+        self.words[i] = self.tally.access(kind, size, addr, self.shift);
+    }
+    #[inline(always)]
+    fn event(&mut self, i: usize) {
+        self.words[i] = self.tally.event();
+    }
 }
 
 /// Streaming reader of xtr (the stream given must already be decompressed; see
@@ -607,7 +643,7 @@ impl<R: Read> XtrReader<R> {
 
 impl<R: Read + Send> XtrReader<R> {
     /// Decodes into `out[*n..]` until it is full or the trace ends.
-    fn decode_into(&mut self, out: &mut [Record], n: &mut usize) -> Result<(), TraceError> {
+    fn decode_into<S: Sink>(&mut self, out: &mut [Record], n: &mut usize, sink: &mut S) -> Result<(), TraceError> {
         while !self.done && *n < out.len() {
             if self.end - self.pos < MARGIN && !self.eof {
                 self.refill()?;
@@ -618,7 +654,7 @@ impl<R: Read + Send> XtrReader<R> {
             let limit = if self.eof { self.end } else { self.end - MARGIN + 1 };
             let before = *n;
             let (pos, start, stop) =
-                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, n);
+                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, n, sink);
             self.pos = pos;
             self.records += (*n - before) as u64;
             if pos > self.end {
@@ -630,6 +666,7 @@ impl<R: Read + Send> XtrReader<R> {
                     self.pos = start;
                     if let Some(r) = self.special()? {
                         out[*n] = r;
+                        sink.event(*n);
                         *n += 1;
                     }
                 }
@@ -657,9 +694,37 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
             out.resize(max, Record::Marker { id: 0 });
         }
         let mut n = 0;
-        let result = self.decode_into(&mut out[..max], &mut n);
+        let result = self.decode_into(&mut out[..max], &mut n, &mut ());
         out.truncate(n);
         result.map(|()| n)
+    }
+
+    /// Counts and writes the page words as it decodes, in place as [`XtrReader::read_batch`]
+    /// writes records.
+    fn read_batch_words(
+        &mut self,
+        out: &mut Vec<Record>,
+        words: &mut Vec<u64>,
+        max: usize,
+        shift: u32,
+        counts: &mut TraceCounts,
+    ) -> Result<usize, TraceError> {
+        let max = max.clamp(1, Tally::MAX);
+        if out.len() < max {
+            out.resize(max, Record::Marker { id: 0 });
+        }
+        if words.len() < max {
+            words.resize(max, SLOW_WORD);
+        }
+        let mut n = 0;
+        let mut sink = Words { words: &mut words[..max], tally: Tally::default(), shift };
+        let result = self.decode_into(&mut out[..max], &mut n, &mut sink);
+        let tally = sink.tally;
+        out.truncate(n);
+        words.truncate(n);
+        result?;
+        counts.add_tally(&tally);
+        Ok(n)
     }
 
     fn stats(&self) -> ReaderStats {
