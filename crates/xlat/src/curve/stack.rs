@@ -123,7 +123,13 @@ impl FaStack {
     #[inline(never)]
     fn access_slow(&mut self, key: u64) {
         self.settle();
-        let old = self.map.get(&key).copied();
+        if self.now as usize == self.owner.len() {
+            // Before the page's own stamp is read: compacting renumbers it.
+            self.compact();
+        }
+        let s = self.now;
+        // One hash operation: the page's old stamp out, its new one in.
+        let old = self.map.insert(key, s);
         let depth = match old {
             Some(t) => self.live - self.prefix(t),
             None => u32::MAX,
@@ -153,20 +159,15 @@ impl FaStack {
             }
             (None, None) => {}
         }
-        if self.now as usize == self.owner.len() {
-            self.compact();
-        }
-        let s = self.now;
         self.now += 1;
         self.add(s, 1);
         self.live += 1;
         self.owner[s as usize] = key;
-        self.map.insert(key, s);
         if self.holes.is_empty() {
+            // The previous most recent page is still mapped: only an invalidation removes a
+            // page, and it clears `top`.
             self.top = [key, if depth == 1 { EMPTY } else { self.top[0] }];
-            if self.top[1] != EMPTY && !self.map.contains_key(&self.top[1]) {
-                self.top[1] = EMPTY;
-            }
+            debug_assert!(self.top[1] == EMPTY || self.map.contains_key(&self.top[1]));
         } else {
             self.top = [EMPTY; 2];
         }
