@@ -704,7 +704,13 @@ impl Tlb {
         self.slots[s] = Slot { key: vpn, asid, data };
         self.globals += (asid == GLOBAL) as u32;
         self.order.move_to_head(0, slot);
-        self.filter_cover(slot, vpn, 0);
+        // `filter_cover` of a base-page entry: the filter entries of the victim's slot are gone
+        // (an empty slot has none), so only those for `vpn` (another process's) are dropped.
+        for i in 0..2 {
+            if self.filter.tag[i] == vpn {
+                self.filter.drop_entry(i);
+            }
+        }
         Fill { evicted, merged: false }
     }
 
@@ -1238,6 +1244,19 @@ mod tests {
 
     fn tlb(entries: u32, ways: u32, policy: Policy) -> Tlb {
         Tlb::new(Geometry { entries, ways, policy, seed: 1 }, PageSize::SIZE_4K).unwrap()
+    }
+
+    /// A process's own entry, filled after the filter answered its page from a global entry,
+    /// answers from then on (own ASID before [`GLOBAL`]): the fill drops the filter's entry.
+    #[test]
+    fn a_fill_over_a_filtered_global_answer_takes_over() {
+        let mut t = tlb(64, 64, Policy::Lru);
+        t.insert(GLOBAL, Vpn(5), TlbData { pfn: 100, shift: 12, valid: 0 });
+        assert_eq!(t.lookup(Asid(1), Vpn(5)).map(|d| d.pfn), Some(100));
+        assert_eq!(t.lookup(Asid(1), Vpn(5)).map(|d| d.pfn), Some(100), "answered by the filter");
+        t.fill(1, Vpn(5), Pte { pfn: Pfn(200), size: PageSize::SIZE_4K, valid: 0 });
+        assert_eq!(t.lookup(Asid(1), Vpn(5)).map(|d| d.pfn), Some(200));
+        assert_eq!(t.lookup(Asid(2), Vpn(5)).map(|d| d.pfn), Some(100));
     }
 
     fn access(t: &mut Tlb, asid: u32, vpn: u64) -> bool {
