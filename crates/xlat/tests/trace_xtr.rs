@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use xlat::trace::open::{decompress, Compression};
 use xlat::trace::xtr::{encode_to_vec, tag, XtrOptions, XtrReader, XtrWriter};
-use xlat::trace::{map_flags, Kind, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
+use xlat::trace::{map_flags, BatchWords, Kind, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
 
 fn read_all(bytes: &[u8], batch: usize) -> Result<Vec<Record>, TraceError> {
     let (s, _) = decompress(bytes).map_err(|e| TraceError::at_offset("t.xtr", 0, e))?;
@@ -309,7 +309,7 @@ fn long_batches_count_exactly() {
     let bytes = encode_to_vec(&recs, Compression::None).unwrap();
     let mut r = XtrReader::new(&bytes[..], "t.xtr").unwrap();
     let (mut c, mut out, mut w) = (TraceCounts::default(), Vec::new(), Vec::new());
-    while r.read_batch_words(&mut out, &mut w, 1 << 20, 12, &mut c).unwrap() > 0 {
+    while r.read_batch_words(&mut out, 1 << 20, BatchWords { words: &mut w, shift: 12, counts: &mut c }).unwrap() > 0 {
         assert_eq!(w.len(), out.len());
     }
     assert_eq!(c, expected_counts(&recs, 12));
@@ -345,7 +345,7 @@ proptest! {
         loop {
             // Mode 2: the reader counts and writes the page words as it decodes.
             let n = if mode == 2 {
-                r.read_batch_words(&mut b, &mut words, batch, shift, &mut counts).unwrap()
+                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts }).unwrap()
             } else {
                 r.read_batch(&mut b, batch).unwrap()
             };

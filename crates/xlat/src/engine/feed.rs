@@ -4,7 +4,7 @@
 //! simulation threads only simulate. Batches come back through [`Feed::recycle`], so memory
 //! stays constant whatever the trace length.
 
-use crate::trace::{Record, TraceCounts, TraceError, TraceReader, BATCH};
+use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -104,7 +104,7 @@ fn read_counted(
 ) -> Result<Option<bool>, TraceError> {
     if max == u64::MAX && shift > 0 {
         // Without a limit, the whole batch, counted as it is decoded.
-        b.n = reader.read_batch_words(&mut b.records, &mut b.words, BATCH, shift, c)?;
+        b.n = reader.read_batch_words(&mut b.records, BATCH, BatchWords { words: &mut b.words, shift, counts: c })?;
         return Ok((b.n > 0).then_some(false));
     }
     if reader.read_batch(&mut b.records, BATCH)? == 0 {

@@ -415,6 +415,19 @@ impl TraceCounts {
     }
 }
 
+/// What the engine's reader thread makes of a batch besides its records
+/// ([`TraceReader::read_batch_words`]): the records are added to `counts`
+/// ([`TraceCounts::add`] at `shift`) and their [`page_word`]s at `shift` (`>= 1`) written to
+/// `words` (cleared first).
+pub struct BatchWords<'a> {
+    /// The page words, one per record read.
+    pub words: &'a mut Vec<u64>,
+    /// log2 of the page size of the words and of the counted lookups.
+    pub shift: u32,
+    /// The trace's counts so far.
+    pub counts: &'a mut TraceCounts,
+}
+
 /// A streaming source of records.
 ///
 /// Readers are called once per batch (not per record), so a boxed reader costs nothing
@@ -424,20 +437,11 @@ impl TraceCounts {
 pub trait TraceReader: Send {
     /// Fills `out` (after clearing it) with up to `max` records.
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError>;
-    /// [`TraceReader::read_batch`] that also adds the records read to `counts`
-    /// ([`TraceCounts::add`] at `shift`) and writes their [`page_word`]s at `shift` (`>= 1`)
-    /// into `words` (cleared first): what the engine's reader thread needs of a batch. A
+    /// [`TraceReader::read_batch`] that also makes what `w` asks for of the records read. A
     /// reader that decodes accesses itself may do it as it decodes them.
-    fn read_batch_words(
-        &mut self,
-        out: &mut Vec<Record>,
-        words: &mut Vec<u64>,
-        max: usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<usize, TraceError> {
+    fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let n = self.read_batch(out, max)?;
-        counts.add_words(out, shift, words);
+        w.counts.add_words(out, w.shift, w.words);
         Ok(n)
     }
     /// What the reader has consumed and skipped so far.

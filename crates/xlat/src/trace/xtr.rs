@@ -23,7 +23,7 @@
 use std::io::{Read, Write};
 
 use super::open::{CompressedWriter, Compression};
-use super::{Kind, ReaderStats, Record, Tally, TraceCounts, TraceError, TraceReader, TraceWriter, SLOW_WORD};
+use super::{BatchWords, Kind, ReaderStats, Record, Tally, TraceError, TraceReader, TraceWriter, SLOW_WORD};
 
 /// The four bytes every xtr stream starts with.
 pub const MAGIC: &[u8; 4] = b"XTR\0";
@@ -701,29 +701,22 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
 
     /// Counts and writes the page words as it decodes, in place as [`XtrReader::read_batch`]
     /// writes records.
-    fn read_batch_words(
-        &mut self,
-        out: &mut Vec<Record>,
-        words: &mut Vec<u64>,
-        max: usize,
-        shift: u32,
-        counts: &mut TraceCounts,
-    ) -> Result<usize, TraceError> {
+    fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let max = max.clamp(1, Tally::MAX);
         if out.len() < max {
             out.resize(max, Record::Marker { id: 0 });
         }
-        if words.len() < max {
-            words.resize(max, SLOW_WORD);
+        if w.words.len() < max {
+            w.words.resize(max, SLOW_WORD);
         }
         let mut n = 0;
-        let mut sink = Words { words: &mut words[..max], tally: Tally::default(), shift };
+        let mut sink = Words { words: &mut w.words[..max], tally: Tally::default(), shift: w.shift };
         let result = self.decode_into(&mut out[..max], &mut n, &mut sink);
         let tally = sink.tally;
         out.truncate(n);
-        words.truncate(n);
+        w.words.truncate(n);
         result?;
-        counts.add_tally(&tally);
+        w.counts.add_tally(&tally);
         Ok(n)
     }
 
