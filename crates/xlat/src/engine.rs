@@ -1741,7 +1741,7 @@ fn lookup_counts(systems: &[System]) -> TraceCounts {
 fn process_share(systems: &mut [System], batch: &Batch, shift: u32) {
     let (records, words, before) = (batch.records(), batch.words(), &batch.before);
     for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
-        let r = if s.plain && s.page_size.shift() == shift && words.len() == records.len() {
+        let r = if s.plain && s.page_size.shift() == shift {
             s.process_plain_words(records, words)
         } else {
             s.process_until(records)

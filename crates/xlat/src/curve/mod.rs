@@ -430,7 +430,6 @@ impl Lane {
                 let w = &w[..records.len()];
                 self.process_words(records, |i| w[i])
             }
-            None if self.shift == 0 => self.process_words(records, |_| SLOW_WORD),
             None => {
                 let shift = self.shift;
                 self.process_words(records, |i| page_word(&records[i], shift))
@@ -596,8 +595,7 @@ pub fn curve(
             let batch = batch?;
             let words = batch.words();
             for lane in &mut lanes {
-                let own = words.len() == batch.records().len() && lane.shift == shift;
-                lane.process(batch.records(), own.then_some(words))?;
+                lane.process(batch.records(), (lane.shift == shift).then_some(words))?;
             }
             counts = batch.after;
             progress(counts.references);

@@ -11,7 +11,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 /// One batch from the reader thread.
 pub(crate) struct Batch {
     records: Vec<Record>,
-    /// The page word of each record at `2^shift`-byte pages (empty when `shift` is 0).
+    /// The page word of each record at `2^shift`-byte pages.
     words: Vec<u64>,
     /// Records to use (the limit may cut the last batch).
     n: usize,
@@ -36,9 +36,9 @@ impl Batch {
         &self.records[..self.n]
     }
 
-    /// Their page words, or an empty slice if the batch has none.
+    /// Their page words.
     pub(crate) fn words(&self) -> &[u64] {
-        &self.words[..self.n.min(self.words.len())]
+        &self.words[..self.n]
     }
 }
 
@@ -52,8 +52,9 @@ pub(crate) struct Feed<'scope> {
     pub(crate) truncated: ScopedJoinHandle<'scope, bool>,
 }
 
-/// Starts the reader thread of `reader` in `scope`: counts go on from `counts` (lookups at
-/// pages of `2^shift` bytes), and reading stops after `max` references.
+/// Starts the reader thread of `reader` in `scope`: counts go on from `counts` (lookups and
+/// page words at pages of `2^shift` bytes, `shift >= 1`), and reading stops after `max`
+/// references.
 pub(crate) fn spawn<'scope, 'env>(
     scope: &'scope Scope<'scope, 'env>,
     reader: &'scope mut dyn TraceReader,
@@ -102,7 +103,7 @@ fn read_counted(
     shift: u32,
     max: u64,
 ) -> Result<Option<bool>, TraceError> {
-    if max == u64::MAX && shift > 0 {
+    if max == u64::MAX {
         // Without a limit, the whole batch, counted as it is decoded.
         b.n = reader.read_batch_words(&mut b.records, BATCH, BatchWords { words: &mut b.words, shift, counts: c })?;
         return Ok((b.n > 0).then_some(false));
@@ -110,13 +111,8 @@ fn read_counted(
     if reader.read_batch(&mut b.records, BATCH)? == 0 {
         return Ok(None);
     }
-    b.n = if max == u64::MAX { b.records.len() } else { records_within(&b.records, max - c.references) };
-    if shift == 0 {
-        b.words.clear();
-        c.add(&b.records[..b.n], shift);
-    } else {
-        c.add_words(&b.records[..b.n], shift, &mut b.words);
-    }
+    b.n = records_within(&b.records, max - c.references);
+    c.add_words(&b.records[..b.n], shift, &mut b.words);
     Ok(Some(b.n < b.records.len()))
 }
 

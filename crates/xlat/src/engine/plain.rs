@@ -37,11 +37,8 @@ impl System {
 
     /// [`System::process_until`] of a plain design.
     pub(super) fn process_plain(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
+        // Pages are at least 2 bytes (`Config::validate`), as `page_word` needs.
         let shift = self.page_size.shift();
-        if shift == 0 {
-            // Pages of one byte: no page words; every record takes the general step.
-            return self.plain_loop(records, |_| SLOW_WORD);
-        }
         self.plain_loop(records, |i| page_word(&records[i], shift))
     }
 
@@ -107,14 +104,8 @@ impl System {
         };
         let shift = self.page_size.shift();
         let is_data = kind.is_data() as usize;
-        let last = addr.saturating_add((size as u64).saturating_sub(1)) >> shift;
-        self.plain_pages(tlbs[is_data], is_data, addr >> shift, last)
-    }
-
-    /// The lookups of pages `first..=last` of a plain design's reference in level-1 structure
-    /// `t` (`is_data`: a data reference).
-    #[inline(always)]
-    fn plain_pages(&mut self, t: usize, is_data: usize, first: u64, last: u64) -> Result<(), DesignError> {
+        let (first, last) = (addr >> shift, addr.saturating_add((size as u64).saturating_sub(1)) >> shift);
+        let t = tlbs[is_data];
         self.lookups[is_data] += last - first + 1;
         let asid = self.asid;
         for vpn in first..=last {
