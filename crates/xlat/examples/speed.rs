@@ -1,11 +1,11 @@
 //! Splits a run's time into its two threads' work: `cargo run --release --example speed -- TRACE [CONFIG.toml]`.
-//! The reader's (decoding, counting and page words, as [`xlat::engine::run`]'s reader thread
-//! does) and the simulation's (over records decoded beforehand into memory). `XLAT_SPEED_REPS=N`
-//! reports the best of N of each.
+//! The reader's (decompression, decoding, counting and page words, all on one thread as
+//! [`xlat::engine::run`]'s reader thread does them) and the simulation's (over records decoded
+//! beforehand into memory). `XLAT_SPEED_REPS=N` reports the best of N of each.
 use std::time::Instant;
 use xlat::config::Config;
 use xlat::engine::System;
-use xlat::trace::{TraceCounts, BATCH};
+use xlat::trace::{BatchWords, TraceCounts, BATCH};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -14,11 +14,13 @@ fn main() {
     let mut read = f64::INFINITY;
     for _ in 0..reps {
         let t = Instant::now();
-        let mut r = xlat::trace::open::open_reader(path, None).unwrap();
+        let mut r = xlat::trace::open::open_reader_inline(path, None).unwrap().0;
         let (mut buf, mut words, mut counts) = (Vec::new(), Vec::new(), TraceCounts::default());
-        while r.read_batch(&mut buf, BATCH).unwrap() > 0 {
-            counts.add_words(&buf, 12, &mut words);
-        }
+        while r
+            .read_batch_words(&mut buf, BATCH, BatchWords { words: &mut words, shift: 12, counts: &mut counts })
+            .unwrap()
+            > 0
+        {}
         read = read.min(t.elapsed().as_secs_f64());
     }
     let mut r = xlat::trace::open::open_reader(path, None).unwrap();

@@ -61,24 +61,49 @@ impl System {
         // memory would chain each reference to the previous one's store. They go to
         // `self.lookups` before anything can read it (an event, an error, the batch's end).
         let (mut n, mut n_data) = (0u64, 0u64);
+        let unified = tlbs[0] == tlbs[1];
+        let len = records.len();
         // The records are only read for the words that send them down the general step (an
         // iterator over them too would cost a register the loop needs).
-        #[allow(clippy::needless_range_loop)]
-        for i in 0..records.len() {
-            let w = word(i);
+        let mut i = 0;
+        while i < len {
+            let (r, w) = (i, word(i));
+            i += 1;
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
-                self.plain_record(&records[i], tlbs).map_err(|e| (i, e))?;
+                self.plain_record(&records[r], tlbs).map_err(|e| (r, e))?;
                 continue;
             }
             let is_data = (w & 1) as usize;
             n += 1;
             n_data += w & 1;
             let (t, asid, vpn) = (tlbs[is_data], self.asid, Vpn(w >> 1));
-            if !self.structures[t].tlb.hits(asid, vpn) {
+            let tlb = &mut self.structures[t].tlb;
+            let hit = if unified {
+                // A hit through the recent-hit filter starts a run of them (most of a real
+                // program's references), answered with the filter in registers.
+                let mut run = tlb.filter_run(asid);
+                if run.hit(vpn.0) {
+                    while i < len {
+                        let w = word(i);
+                        if !run.hit(w >> 1) {
+                            break;
+                        }
+                        n += 1;
+                        n_data += w & 1;
+                        i += 1;
+                    }
+                    tlb.end_filter_run(run);
+                    continue;
+                }
+                tlb.hits_past_filter(asid, vpn)
+            } else {
+                tlb.hits(asid, vpn)
+            };
+            if !hit {
                 if let Err(e) = self.plain_miss(t, asid, vpn) {
                     self.add_lookups(&mut n, &mut n_data);
-                    return Err((i, e));
+                    return Err((r, e));
                 }
             }
         }

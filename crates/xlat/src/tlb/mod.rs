@@ -318,6 +318,38 @@ impl Filter {
     }
 }
 
+/// The recent-hit filter of one TLB held in registers over a run of lookups of one ASID (the
+/// engine's plain loop): [`Tlb::filter_run`] takes it, [`FilterRun::hit`] answers as
+/// [`Tlb::lookup`] would through the filter, and [`Tlb::end_filter_run`] puts back what the
+/// hits changed (which entries are pending, which was hit last) before anything else touches
+/// the TLB.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FilterRun {
+    /// The filter's tags, INVALID for an entry of another ASID (no VPN equals it).
+    tag: [u64; 2],
+    pending: [bool; 2],
+    last: usize,
+}
+
+impl FilterRun {
+    /// True if the filter answers a lookup of `vpn` (below 2^63); records the hit as
+    /// [`Filter::hit`] does. Branch-free over which entry matches, as there.
+    #[inline(always)]
+    pub(crate) fn hit(&mut self, vpn: u64) -> bool {
+        // One branch, on whether either entry matches (a `min`, which the compiler does not
+        // split into a branch per entry as it does `m0 | m1`).
+        let (d0, d1) = (vpn ^ self.tag[0], vpn ^ self.tag[1]);
+        if d0.min(d1) != 0 {
+            return false;
+        }
+        let m0 = d0 == 0;
+        self.pending[0] |= m0;
+        self.pending[1] |= !m0;
+        self.last = !m0 as usize;
+        true
+    }
+}
+
 impl Tlb {
     /// Builds an empty TLB of base-page entries ([`Format::Single`]) holding pages of `page_size`.
     pub fn new(geometry: Geometry, page_size: PageSize) -> Result<Tlb, GeometryError> {
@@ -440,10 +472,32 @@ impl Tlb {
         if self.filter.hit(asid, vpn).is_some() {
             return true;
         }
+        self.hits_past_filter(asid, vpn)
+    }
+
+    /// [`Tlb::hits`] of a lookup the recent-hit filter does not answer (as the caller found
+    /// with a [`FilterRun`]).
+    #[inline(always)]
+    pub(crate) fn hits_past_filter(&mut self, asid: Asid, vpn: Vpn) -> bool {
         if self.fa_lru_lookup() {
             return self.lookup_fa_lru(asid, vpn).is_some();
         }
         self.lookup_slow(asid, vpn).is_some()
+    }
+
+    /// The filter, for a run of lookups of `asid` answered in registers (see [`FilterRun`]).
+    #[inline(always)]
+    pub(crate) fn filter_run(&self, asid: Asid) -> FilterRun {
+        let f = &self.filter;
+        let tag = [0, 1].map(|i| if f.asid[i] == asid.0 { f.tag[i] } else { INVALID });
+        FilterRun { tag, pending: f.pending, last: f.last }
+    }
+
+    /// Ends a run begun with [`Tlb::filter_run`]: its hits become the filter's.
+    #[inline(always)]
+    pub(crate) fn end_filter_run(&mut self, run: FilterRun) {
+        self.filter.pending = run.pending;
+        self.filter.last = run.last;
     }
 
     /// True while lookups may take [`Tlb::lookup_fa_lru`]: a fully associative LRU TLB holding

@@ -326,7 +326,18 @@ pub const SLOW_WORD: u64 = u64::MAX;
 /// pages of 2 bytes) only sends that access down the general path.
 #[inline(always)]
 pub fn page_word(r: &Record, shift: u32) -> u64 {
-    Tally::default().count(r, shift)
+    match *r {
+        Record::Access { kind, size, addr } => {
+            let end = addr.saturating_add((size as u64).saturating_sub(1));
+            let first = addr >> shift;
+            if first == end >> shift {
+                first << 1 | kind.is_data() as u64
+            } else {
+                SLOW_WORD
+            }
+        }
+        _ => SLOW_WORD,
+    }
 }
 
 /// The counts of [`TraceCounts::add`] over at most [`Tally::MAX`] records, in registers.
@@ -336,10 +347,14 @@ pub(crate) struct Tally {
     /// reference, where an indexed count would chain each reference to the previous one's
     /// store.
     by_kind: u64,
-    lookups: u64,
+    /// Lookups beyond one per reference (the further pages of accesses that span pages).
+    extra_lookups: u64,
     events: u64,
     clipped: u64,
 }
+
+/// What one reference of each kind adds to [`Tally::by_kind`].
+const KIND_ONE: [u64; 4] = [1, 1 << 16, 1 << 32, 1 << 48];
 
 impl Tally {
     /// Most records one tally may count (the 16-bit fields of `by_kind`).
@@ -361,15 +376,30 @@ impl Tally {
         SLOW_WORD
     }
 
-    /// Counts an access; returns its [`page_word`].
+    /// Counts an access; returns its [`page_word`]. An access within one page (nearly all)
+    /// changes only the count of its kind; the others take [`Tally::spanning`].
     #[inline(always)]
     pub(crate) fn access(&mut self, kind: Kind, size: u32, addr: u64, shift: u32) -> u64 {
-        self.by_kind += 1 << (16 * kind as u32);
-        let (end, over) = addr.overflowing_add((size as u64).saturating_sub(1));
+        self.by_kind += KIND_ONE[kind as usize];
+        // An access that wraps round the top of the address space ends on another page.
+        let end = addr.wrapping_add((size as u64).saturating_sub(1));
+        let first = addr >> shift;
+        if first == end >> shift {
+            return first << 1 | kind.is_data() as u64;
+        }
+        self.spanning(kind, addr, end, shift)
+    }
+
+    /// [`Tally::access`] of an access that spans pages or runs past the top of the address
+    /// space (`end` wrapped round): clipped there, one lookup per page.
+    #[cold]
+    #[inline(never)]
+    fn spanning(&mut self, kind: Kind, addr: u64, end: u64, shift: u32) -> u64 {
+        let over = end < addr;
         self.clipped += over as u64;
         let end = if over { u64::MAX } else { end };
         let (first, last) = (addr >> shift, end >> shift);
-        self.lookups += last - first + 1;
+        self.extra_lookups += last - first;
         if first == last {
             first << 1 | kind.is_data() as u64
         } else {
@@ -404,12 +434,15 @@ impl TraceCounts {
     }
 
     pub(crate) fn add_tally(&mut self, t: &Tally) {
+        let mut references = 0;
         for (k, c) in self.by_kind.iter_mut().enumerate() {
             let n = t.by_kind >> (16 * k) & 0xffff;
             *c += n;
-            self.references += n;
+            references += n;
         }
-        self.lookups += t.lookups;
+        self.references += references;
+        // One lookup per reference, and the further pages of those that span pages.
+        self.lookups += references + t.extra_lookups;
         self.events += t.events;
         self.clipped_accesses += t.clipped;
     }
