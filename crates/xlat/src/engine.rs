@@ -23,6 +23,7 @@ use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
 use feed::Batch;
 
 pub(crate) mod feed;
+mod jobs;
 mod mach3;
 mod plain;
 
@@ -1695,8 +1696,8 @@ pub fn run(
 }
 
 /// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
-/// thread simulates its share of the designs (a contiguous slice of `systems`) over the same
-/// decoded batches, which it shares read-only. Every design sees the same records in the same
+/// thread simulates its share of the designs (shares of about equal cost, measured on the
+/// first batches: see `engine/jobs.rs`) over the same decoded batches, which it shares read-only. Every design sees the same records in the same
 /// order whatever `jobs` is, so the results are identical; `jobs <= 1` (or one design) is the
 /// single simulation thread of [`run`].
 pub fn run_jobs(
@@ -1708,7 +1709,7 @@ pub fn run_jobs(
 ) -> Result<RunSummary, SimError> {
     let jobs = jobs.clamp(1, systems.len().max(1));
     if jobs > 1 {
-        return run_parallel(reader, systems, opts, jobs, progress);
+        return jobs::run_parallel(reader, systems, opts, jobs, progress);
     }
     let counts = lookup_counts(systems);
     let shift = counts.lookup_page_size.trailing_zeros();
@@ -1718,7 +1719,7 @@ pub fn run_jobs(
         let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
         for batch in feed.batches.iter() {
             let batch = batch?;
-            process_share(systems, &batch, shift);
+            process_share(systems.iter_mut(), &batch, shift);
             last = batch.after;
             progress(last.references);
             let _ = feed.recycle.send(batch);
@@ -1738,9 +1739,9 @@ fn lookup_counts(systems: &[System]) -> TraceCounts {
 
 /// Feeds `batch` to each system of `systems` that has not failed: through its page words
 /// (made at pages of `2^shift` bytes) when the design can use them.
-fn process_share(systems: &mut [System], batch: &Batch, shift: u32) {
+fn process_share<'a>(systems: impl IntoIterator<Item = &'a mut System>, batch: &Batch, shift: u32) {
     let (records, words, before) = (batch.records(), batch.words(), &batch.before);
-    for s in systems.iter_mut().filter(|s| s.failure.is_none()) {
+    for s in systems.into_iter().filter(|s| s.failure.is_none()) {
         let r = if s.plain && s.page_size.shift() == shift {
             s.process_plain_words(records, words)
         } else {
@@ -1755,50 +1756,4 @@ fn process_share(systems: &mut [System], batch: &Batch, shift: u32) {
             });
         }
     }
-}
-
-/// [`run_jobs`] with more than one simulation thread: the reader thread decodes and counts,
-/// the calling thread simulates the first share of the designs and hands each batch (shared,
-/// read-only) to `jobs - 1` workers that simulate the other shares.
-fn run_parallel(
-    reader: &mut dyn TraceReader,
-    systems: &mut [System],
-    opts: RunOptions,
-    jobs: usize,
-    mut progress: impl FnMut(u64),
-) -> Result<RunSummary, SimError> {
-    use std::sync::{mpsc, Arc};
-    let counts = lookup_counts(systems);
-    let shift = counts.lookup_page_size.trailing_zeros();
-    let max = opts.max_refs.unwrap_or(u64::MAX);
-    let share = systems.len().div_ceil(jobs);
-    let mut shares = systems.chunks_mut(share);
-    let mine = shares.next().expect("at least one design");
-    let mut last = counts;
-    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
-        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
-        let mut workers = Vec::new();
-        for theirs in shares {
-            let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(4);
-            workers.push(tx);
-            scope.spawn(move || {
-                for b in rx.iter() {
-                    process_share(theirs, &b, shift);
-                }
-            });
-        }
-        for batch in feed.batches.iter() {
-            let shared = Arc::new(batch?);
-            for w in &workers {
-                // A worker only stops when its channel closes, after this loop.
-                let _ = w.send(Arc::clone(&shared));
-            }
-            process_share(mine, &shared, shift);
-            last = shared.after;
-            progress(last.references);
-        }
-        drop(workers);
-        Ok(feed.truncated.join().unwrap_or(false))
-    })?;
-    Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
 }

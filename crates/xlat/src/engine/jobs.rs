@@ -1,0 +1,143 @@
+//! `xlat run --jobs N`: the designs spread over N simulation threads besides the reader's.
+//!
+//! Designs differ in cost by an order of magnitude (a TLB and a radix table against a design
+//! with two cache levels and a hashed table), so the shares are made from measured times: the
+//! first batches go through every design on the calling thread, each design timed, and then the
+//! designs are dealt out longest first, each to the share with the least time so far. Every
+//! design still sees every batch in trace order, so its results do not depend on the shares.
+
+use super::feed::{self, Batch};
+use super::{lookup_counts, process_share, RunOptions, RunSummary, SimError, System};
+use crate::trace::TraceReader;
+use std::collections::VecDeque;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Batches every design simulates on the calling thread, timed, before the shares are made
+/// (16 batches of 4096 records: a small fraction of any trace worth spreading).
+const CALIBRATION_BATCHES: usize = 16;
+
+/// [`super::run_jobs`] with more than one simulation thread: the reader thread decodes and
+/// counts; the calling thread times every design over the first batches, keeps the first share
+/// and hands each later batch (shared, read-only) to `jobs - 1` workers that simulate the
+/// others. Batches go back to the reader once every thread is done with them.
+pub(super) fn run_parallel(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
+    mut progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    let counts = lookup_counts(systems);
+    let shift = counts.lookup_page_size.trailing_zeros();
+    let max = opts.max_refs.unwrap_or(u64::MAX);
+    let mut last = counts;
+    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
+        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
+        let mut batches = feed.batches.iter();
+        let mut cost = vec![Duration::ZERO; systems.len()];
+        for batch in batches.by_ref().take(CALIBRATION_BATCHES) {
+            let batch = batch?;
+            for (s, c) in systems.iter_mut().zip(&mut cost) {
+                let t = Instant::now();
+                process_share([s], &batch, shift);
+                *c += t.elapsed();
+            }
+            last = batch.after;
+            progress(last.references);
+            let _ = feed.recycle.send(batch);
+        }
+        let mut shares = partition(systems, &cost, jobs).into_iter();
+        let mut mine = shares.next().unwrap_or_default();
+        let mut workers = Vec::new();
+        for mut theirs in shares {
+            let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(4);
+            workers.push(tx);
+            scope.spawn(move || {
+                for b in rx.iter() {
+                    process_share(theirs.iter_mut().map(|s| &mut **s), &b, shift);
+                }
+            });
+        }
+        let mut in_flight = VecDeque::new();
+        for batch in batches {
+            let shared = Arc::new(batch?);
+            for w in &workers {
+                // A worker only stops when its channel closes, after this loop.
+                let _ = w.send(Arc::clone(&shared));
+            }
+            process_share(mine.iter_mut().map(|s| &mut **s), &shared, shift);
+            last = shared.after;
+            progress(last.references);
+            in_flight.push_back(shared);
+            // The oldest batches first: the workers finish them in order.
+            while let Some(b) = in_flight.pop_front() {
+                match Arc::try_unwrap(b) {
+                    Ok(b) => {
+                        let _ = feed.recycle.send(b);
+                    }
+                    Err(b) => {
+                        in_flight.push_front(b);
+                        break;
+                    }
+                }
+            }
+        }
+        drop(workers);
+        Ok(feed.truncated.join().unwrap_or(false))
+    })?;
+    Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
+}
+
+/// Deals `systems` into `jobs` shares of about equal total `cost` (one per design): longest
+/// first, each to the share with the least so far (ties to the lower share; every design
+/// counts at least a nanosecond, so no share is left empty while designs remain).
+fn partition<'a>(systems: &'a mut [System], cost: &[Duration], jobs: usize) -> Vec<Vec<&'a mut System>> {
+    let share_of = deal(cost, jobs);
+    let mut shares: Vec<Vec<&mut System>> = (0..jobs).map(|_| Vec::new()).collect();
+    for (s, &j) in systems.iter_mut().zip(&share_of) {
+        shares[j].push(s);
+    }
+    shares
+}
+
+/// The share of each item of [`partition`].
+fn deal(cost: &[Duration], jobs: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cost.len()).collect();
+    order.sort_by(|&a, &b| cost[b].cmp(&cost[a]).then(a.cmp(&b)));
+    let mut load = vec![Duration::ZERO; jobs];
+    let mut share_of = vec![0; cost.len()];
+    for k in order {
+        let j = (0..jobs).min_by_key(|&j| (load[j], j)).expect("at least one job");
+        load[j] += cost[k].max(Duration::from_nanos(1));
+        share_of[k] = j;
+    }
+    share_of
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: &[u64]) -> Vec<Duration> {
+        v.iter().map(|&m| Duration::from_millis(m)).collect()
+    }
+
+    #[test]
+    fn the_heaviest_design_gets_a_share_of_its_own() {
+        // Contiguous halves would be 500 + 50 against 400 + 50; dealt, 500 against 500.
+        assert_eq!(deal(&ms(&[500, 50, 400, 50]), 2), vec![0, 1, 1, 1]);
+        assert_eq!(deal(&ms(&[10, 10, 10, 10, 10, 10]), 3), vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn no_share_is_empty_while_designs_remain() {
+        for jobs in 1..=4 {
+            let share_of = deal(&ms(&[0, 0, 0, 0]), jobs);
+            for j in 0..jobs {
+                assert!(share_of.contains(&j), "{jobs}: {share_of:?}");
+            }
+        }
+        assert_eq!(deal(&ms(&[7, 0, 0]), 3), vec![0, 1, 2]);
+    }
+}
