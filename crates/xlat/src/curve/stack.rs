@@ -106,6 +106,39 @@ impl FaStack {
         }
     }
 
+    /// True if `key` is one of the two most recently used pages (a hit [`FaStack::access`]
+    /// answers without the tree).
+    #[inline(always)]
+    pub(crate) fn is_top(&self, key: u64) -> bool {
+        key == self.top[0] || key == self.top[1]
+    }
+
+    /// [`FaStack::access`] of `key(j)` for `j` from `i` while each is one of the top two pages
+    /// (most references of real programs), with the top two and their counts in registers;
+    /// returns the first `j` that is not (or `n`). `key` gives `None` to stop.
+    #[inline(always)]
+    pub(crate) fn access_top_run(&mut self, mut i: usize, n: usize, key: impl Fn(usize) -> Option<u64>) -> usize {
+        let [mut a, mut b] = self.top;
+        let (mut h1, mut h2, mut swapped) = (0u64, 0u64, self.swapped);
+        while i < n {
+            match key(i) {
+                Some(k) if k == a => h1 += 1,
+                Some(k) if k == b => {
+                    h2 += 1;
+                    (a, b) = (b, a);
+                    swapped = !swapped;
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        self.top = [a, b];
+        self.swapped = swapped;
+        self.hist[1] += h1;
+        self.hist[2] += h2;
+        i
+    }
+
     /// Puts the stamps of the top two pages back in their order.
     #[inline(always)]
     fn settle(&mut self) {
