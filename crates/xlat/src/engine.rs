@@ -1697,36 +1697,19 @@ pub fn run(
 
 /// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
 /// thread simulates its share of the designs (shares of about equal cost, measured on the
-/// first batches: see `engine/jobs.rs`) over the same decoded batches, which it shares read-only. Every design sees the same records in the same
-/// order whatever `jobs` is, so the results are identical; `jobs <= 1` (or one design) is the
-/// single simulation thread of [`run`].
+/// first batches: see `engine/jobs.rs`) over the same decoded batches, which it shares
+/// read-only. Every design sees the same records in the same order whatever `jobs` is, so the
+/// results are identical; `jobs <= 1` (or one design) is the single simulation thread of
+/// [`run`].
 pub fn run_jobs(
     reader: &mut dyn TraceReader,
     systems: &mut [System],
     opts: RunOptions,
     jobs: usize,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
     let jobs = jobs.clamp(1, systems.len().max(1));
-    if jobs > 1 {
-        return jobs::run_parallel(reader, systems, opts, jobs, progress);
-    }
-    let counts = lookup_counts(systems);
-    let shift = counts.lookup_page_size.trailing_zeros();
-    let max = opts.max_refs.unwrap_or(u64::MAX);
-    let mut last = counts;
-    let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
-        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
-        for batch in feed.batches.iter() {
-            let batch = batch?;
-            process_share(systems.iter_mut(), &batch, shift);
-            last = batch.after;
-            progress(last.references);
-            let _ = feed.recycle.send(batch);
-        }
-        Ok(feed.truncated.join().unwrap_or(false))
-    })?;
-    Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
+    jobs::run_shares(reader, systems, opts, jobs, progress)
 }
 
 /// Empty trace counts whose lookups are at the designs' common page size (4096 if they

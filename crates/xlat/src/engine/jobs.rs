@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 /// (16 batches of 4096 records: a small fraction of any trace worth spreading).
 const CALIBRATION_BATCHES: usize = 16;
 
-/// [`super::run_jobs`] with more than one simulation thread: the reader thread decodes and
-/// counts; the calling thread times every design over the first batches, keeps the first share
-/// and hands each later batch (shared, read-only) to `jobs - 1` workers that simulate the
-/// others. Batches go back to the reader once every thread is done with them.
-pub(super) fn run_parallel(
+/// [`super::run_jobs`]: the reader thread decodes and counts; with more than one job the
+/// calling thread times every design over the first batches, keeps the first share and hands
+/// each later batch (shared, read-only) to `jobs - 1` workers that simulate the others (with
+/// one job it simulates every design itself). Batches go back to the reader once every thread
+/// is done with them.
+pub(super) fn run_shares(
     reader: &mut dyn TraceReader,
     systems: &mut [System],
     opts: RunOptions,
@@ -36,7 +37,8 @@ pub(super) fn run_parallel(
         let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
         let mut batches = feed.batches.iter();
         let mut cost = vec![Duration::ZERO; systems.len()];
-        for batch in batches.by_ref().take(CALIBRATION_BATCHES) {
+        let calibration = if jobs > 1 { CALIBRATION_BATCHES } else { 0 };
+        for batch in batches.by_ref().take(calibration) {
             let batch = batch?;
             for (s, c) in systems.iter_mut().zip(&mut cost) {
                 let t = Instant::now();
