@@ -87,8 +87,10 @@ fn design() -> impl Strategy<Value = Design> {
 }
 
 fn record() -> impl Strategy<Value = Record> {
-    // Mostly a hot set about the size of the TLBs, sometimes anywhere.
-    let page = prop_oneof![4 => 0u64..48, 1 => 0u64..600];
+    // Mostly a hot set about the size of the TLBs, often one of three pages (runs of hits in
+    // the TLBs' recent-hit filters, instruction and data references to the same pages),
+    // sometimes anywhere.
+    let page = prop_oneof![4 => 0u64..48, 3 => 0u64..3, 1 => 0u64..600];
     prop_oneof![
         12 => (0u8..4, page.clone(), 0u64..4096, prop::sample::select(vec![1u32, 4, 8, 64, 5000]))
             .prop_map(|(k, p, off, size)| Record::Access {

@@ -98,7 +98,26 @@ impl System {
                 }
                 tlb.hits_past_filter(asid, vpn)
             } else {
-                tlb.hits(asid, vpn)
+                // Split: the run goes on while each reference hits its own TLB's filter.
+                let run = tlb.filter_run(asid);
+                let mut runs = [run; 2];
+                if runs[is_data].hit(vpn.0) {
+                    runs[1 - is_data] = self.structures[tlbs[1 - is_data]].tlb.filter_run(asid);
+                    while i < len {
+                        let w = word(i);
+                        if !runs[(w & 1) as usize].hit(w >> 1) {
+                            break;
+                        }
+                        n += 1;
+                        n_data += w & 1;
+                        i += 1;
+                    }
+                    for (t, run) in tlbs.into_iter().zip(runs) {
+                        self.structures[t].tlb.end_filter_run(run);
+                    }
+                    continue;
+                }
+                tlb.hits_past_filter(asid, vpn)
             };
             if !hit {
                 if let Err(e) = self.plain_miss(t, asid, vpn) {
