@@ -14,6 +14,7 @@ use crate::addr::{Asid, Vpn};
 use crate::config::TlbFormat;
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
+use crate::tlb::FilterRun;
 use crate::trace::{page_word, Record, SLOW_WORD};
 
 impl System {
@@ -79,47 +80,26 @@ impl System {
             n_data += w & 1;
             let (t, asid, vpn) = (tlbs[is_data], self.asid, Vpn(w >> 1));
             let tlb = &mut self.structures[t].tlb;
-            let hit = if unified {
-                // A hit through the recent-hit filter starts a run of them (most of a real
-                // program's references), answered with the filter in registers.
-                let mut run = tlb.filter_run(asid);
-                if run.hit(vpn.0) {
-                    while i < len {
-                        let w = word(i);
-                        if !run.hit(w >> 1) {
-                            break;
-                        }
-                        n += 1;
-                        n_data += w & 1;
-                        i += 1;
-                    }
-                    tlb.end_filter_run(run);
-                    continue;
-                }
-                tlb.hits_past_filter(asid, vpn)
-            } else {
-                // Split: the run goes on while each reference hits its own TLB's filter.
-                let run = tlb.filter_run(asid);
-                let mut runs = [run; 2];
-                if runs[is_data].hit(vpn.0) {
+            // A hit through the recent-hit filter starts a run of them (most of a real
+            // program's references), answered with the filter in registers: the one filter of
+            // a unified level 1, or each reference's own TLB's filter with a split one.
+            let mut run = tlb.filter_run(asid);
+            if run.hit(vpn.0) {
+                if unified {
+                    let mut runs = [run];
+                    i = filter_hits(&mut runs, |_| 0, &word, i, len, &mut n, &mut n_data);
+                    tlb.end_filter_run(runs[0]);
+                } else {
+                    let mut runs = [run; 2];
                     runs[1 - is_data] = self.structures[tlbs[1 - is_data]].tlb.filter_run(asid);
-                    while i < len {
-                        let w = word(i);
-                        if !runs[(w & 1) as usize].hit(w >> 1) {
-                            break;
-                        }
-                        n += 1;
-                        n_data += w & 1;
-                        i += 1;
-                    }
+                    i = filter_hits(&mut runs, |w| (w & 1) as usize, &word, i, len, &mut n, &mut n_data);
                     for (t, run) in tlbs.into_iter().zip(runs) {
                         self.structures[t].tlb.end_filter_run(run);
                     }
-                    continue;
                 }
-                tlb.hits_past_filter(asid, vpn)
-            };
-            if !hit {
+                continue;
+            }
+            if !tlb.hits_past_filter(asid, vpn) {
                 if let Err(e) = self.plain_miss(t, asid, vpn) {
                     self.add_lookups(&mut n, &mut n_data);
                     return Err((r, e));
@@ -194,4 +174,28 @@ impl System {
         self.stats.tlb[t].evictions += evicted as u64;
         self.stats.tlb[t].subblock_misses += merged as u64;
     }
+}
+
+/// Takes references `word(i)` from `i` while the filter `runs[pick(word)]` answers each,
+/// counting them (`n`, of which `n_data` data references); returns where it stopped.
+#[inline(always)]
+fn filter_hits<const N: usize>(
+    runs: &mut [FilterRun; N],
+    pick: impl Fn(u64) -> usize,
+    word: &impl Fn(usize) -> u64,
+    mut i: usize,
+    len: usize,
+    n: &mut u64,
+    n_data: &mut u64,
+) -> usize {
+    while i < len {
+        let w = word(i);
+        if !runs[pick(w)].hit(w >> 1) {
+            break;
+        }
+        *n += 1;
+        *n_data += w & 1;
+        i += 1;
+    }
+    i
 }
