@@ -1,5 +1,6 @@
 //! `xlat::curve` against independent paths: the engine's `System` simulating each size as its
-//! own design (same records, with process switches, unmaps and exits), and a brute-force LRU list.
+//! own design (same records, with process switches, unmaps and exits, on uniform streams and on
+//! streams that alternate between two pages as programs do), and a brute-force LRU list.
 
 use xlat::config::Config;
 use xlat::curve::{self, CurveSpec, Ways};
@@ -50,6 +51,48 @@ fn records(seed: u64, n: usize) -> Vec<Record> {
         let page = if r % 4 == 0 { (r >> 8) % 400 } else { (r >> 8) % 24 };
         let kind = Kind::ALL[(r >> 50) as usize % 4];
         let size = if r % 97 == 0 { 8192 } else { 8 };
+        v.push(Record::Access { kind, size, addr: page * 4096 + (r >> 30) % 4096 });
+    }
+    v
+}
+
+/// A seeded stream as programs make them: instruction fetches and data references alternating
+/// between a current code page and a current data page (often the same page, often pages that
+/// share sets), each moving now and then, with accesses that span pages, switches, unmaps and
+/// an exit. Most references go to one of the two pages used last, the runs `xlat curve` counts
+/// apart from its stacks.
+fn local_records(seed: u64, n: usize) -> Vec<Record> {
+    let mut s = seed;
+    let mut v = Vec::with_capacity(n + n / 50);
+    // Pages whose low bits agree (multiples of 8 and 64) put both in one set at many set counts.
+    let pick = |r: u64| match r % 4 {
+        0 => (r >> 8) % 300,
+        1 => (r >> 8) % 16 * 8,
+        2 => (r >> 8) % 8 * 64,
+        _ => (r >> 8) % 12,
+    };
+    let (mut code, mut data) = (0u64, 8u64);
+    for i in 0..n {
+        let r = xorshift(&mut s);
+        if i % 1500 == 1499 {
+            v.push(Record::ContextSwitch { asid: 1 + (r % 3) as u32 });
+        }
+        if i % 2203 == 0 {
+            let start = (r >> 20) % 300 * 4096;
+            v.push(Record::Unmap { start, len: 4096 * (1 + (r >> 40) % 20) });
+        }
+        if i == n / 2 {
+            v.push(Record::Exit { asid: 2 });
+        }
+        match r % 64 {
+            0 => code = pick(r >> 6),
+            1..=3 => data = pick(r >> 6),
+            4 => data = code,
+            _ => {}
+        }
+        let kind = if (r >> 12) % 2 == 0 { Kind::Ifetch } else { Kind::ALL[1 + (r >> 13) as usize % 3] };
+        let page = if kind == Kind::Ifetch { code } else { data };
+        let size = if r % 211 == 0 { 8192 } else { 4 };
         v.push(Record::Access { kind, size, addr: page * 4096 + (r >> 30) % 4096 });
     }
     v
@@ -113,6 +156,29 @@ fn lru_curve_equals_engine_designs_with_switches_unmaps_and_exits() {
         let mut sp = sp;
         sp.entries_range = true;
         check_against_engine(&recs, &sp);
+    }
+}
+
+#[test]
+fn runs_over_two_pages_equal_engine_designs() {
+    for seed in [7, 19] {
+        let recs = local_records(seed, 30_000);
+        let mut sp = spec(
+            &[1, 2, 4, 8, 16, 32, 64, 128],
+            &[Ways::Full, Ways::N(1), Ways::N(2), Ways::N(4), Ways::N(8)],
+            Policy::Lru,
+            &[4096, 1 << 15],
+        );
+        sp.entries_range = true;
+        check_against_engine(&recs, &sp);
+        // Without a fully associative size (entries equal to ways), whose stack also checks
+        // the two pages.
+        check_against_engine(
+            &recs,
+            &spec(&[8, 16, 64, 256], &[Ways::N(1), Ways::N(2), Ways::N(4)], Policy::Lru, &[4096]),
+        );
+        // Without set-associative sizes, the fully associative stack's own runs.
+        check_against_engine(&recs, &spec(&[1, 2, 3, 4, 8, 64], &[Ways::Full], Policy::Lru, &[4096]));
     }
 }
 

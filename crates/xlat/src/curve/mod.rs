@@ -349,6 +349,13 @@ struct Lane {
     /// Other policies: (entries, ways, TLB, misses).
     tlbs: Vec<(u32, u32, Tlb, u64)>,
     rate: f64,
+    /// The last two distinct keys looked up, most recent first, since the last invalidation
+    /// ([`stack::EMPTY`]: none). The most recent is at the top of its set in every set lane;
+    /// the other is at the top of its own set, or second in a set it shares with the first.
+    recent: [u64; 2],
+    /// Every lane is exact LRU (no sampling, no other policy): runs of references to the two
+    /// recent pages are counted in registers ([`Lane::pair_run`]).
+    pair_runs: bool,
 }
 
 impl Lane {
@@ -395,6 +402,9 @@ impl Lane {
                 tlbs.push((e, w, Tlb::new(g, page_size).expect("validated geometry"), 0));
             }
         }
+        let pair_runs = tlbs.is_empty()
+            && fa.as_ref().map_or(true, |f| f.threshold == u64::MAX)
+            && sets.iter().all(|s| s.sampled.is_empty());
         Lane {
             page_size,
             shift,
@@ -406,8 +416,10 @@ impl Lane {
             lookups: 0,
             fa,
             sets,
+            pair_runs,
             tlbs,
             rate,
+            recent: [stack::EMPTY; 2],
         }
     }
 
@@ -463,10 +475,56 @@ impl Lane {
                     continue;
                 }
             }
+            if self.pair_runs {
+                let key = (w >> 1) | self.cur;
+                if (key == self.recent[0] || key == self.recent[1])
+                    && self.fa.as_ref().map_or(true, |fa| fa.stack.top() == self.recent)
+                {
+                    let key = |j: usize| Some(word(j)).filter(|&w| w != SLOW_WORD).map(|w| w >> 1);
+                    i = self.pair_run(i - 1, records.len(), key);
+                    continue;
+                }
+            }
             self.lookups += 1;
             self.lookup(w >> 1);
         }
         Ok(())
+    }
+
+    /// [`Lane::lookup`] of page `vpn(j)` for `j` from `i` while each is one of the two recent
+    /// pages (most references of real programs, which alternate between an instruction page
+    /// and a data page), counted in registers; returns the first `j` that is not (or `n`).
+    /// `vpn` gives `None` to stop. The lanes take the counts at the end: in each set lane
+    /// whose sets hold both pages in one set, a reference to the page that was not the last
+    /// one is at depth 2 (at depth 1 otherwise), and the two swap places when the run ends on
+    /// the other page; in the fully associative stack, as in a set shared by both.
+    #[inline(always)]
+    fn pair_run(&mut self, mut i: usize, n: usize, vpn: impl Fn(usize) -> Option<u64>) -> usize {
+        let cur = self.cur;
+        let [mut a, mut b] = self.recent;
+        let (mut same, mut switch) = (0u64, 0u64);
+        while i < n {
+            match vpn(i).map(|v| v | cur) {
+                Some(k) if k == a => same += 1,
+                Some(k) if k == b => {
+                    switch += 1;
+                    (a, b) = (b, a);
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        self.lookups += same + switch;
+        if let Some(fa) = &mut self.fa {
+            fa.stack.add_top_run(same, switch);
+        }
+        let [x, y] = self.recent;
+        for s in &mut self.sets {
+            s.tracked += same + switch;
+            s.stacks.add_pair_run(x, y, same, switch);
+        }
+        self.recent = [a, b];
+        i
     }
 
     /// A record that is not a one-page access.
@@ -507,6 +565,9 @@ impl Lane {
     #[inline(always)]
     fn lookup(&mut self, vpn: u64) {
         let key = vpn | self.cur;
+        if key != self.recent[0] {
+            self.recent = [key, self.recent[0]];
+        }
         if let Some(fa) = &mut self.fa {
             if fa.threshold == u64::MAX {
                 fa.stack.access(key);
@@ -539,6 +600,7 @@ impl Lane {
 
     /// Invalidates pages `lo..=hi` of `asid` (`f` selects their keys).
     fn invalidate(&mut self, asid: Asid, lo: u64, hi: u64, f: impl Fn(u64) -> bool + Copy) {
+        self.recent = [stack::EMPTY; 2];
         if let Some(fa) = &mut self.fa {
             for k in fa.stack.keys_where(f) {
                 fa.stack.invalidate(k);

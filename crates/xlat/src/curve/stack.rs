@@ -139,6 +139,25 @@ impl FaStack {
         i
     }
 
+    /// The two most recently used pages, most recent first, while the stack has no holes
+    /// (else `[EMPTY; 2]`; the second is `EMPTY` before there are two).
+    #[inline(always)]
+    pub(crate) fn top(&self) -> [u64; 2] {
+        self.top
+    }
+
+    /// [`FaStack::access`] of a run of references to the top two pages: `same` to the page
+    /// used just before, `switch` to the other one (each at depth 2, and the two swap).
+    #[inline(always)]
+    pub(crate) fn add_top_run(&mut self, same: u64, switch: u64) {
+        self.hist[1] += same;
+        self.hist[2] += switch;
+        if switch & 1 == 1 {
+            self.top.swap(0, 1);
+            self.swapped = !self.swapped;
+        }
+    }
+
     /// Puts the stamps of the top two pages back in their order.
     #[inline(always)]
     fn settle(&mut self) {
@@ -311,6 +330,31 @@ impl SetStacks {
     #[inline(always)]
     pub(crate) fn set_of(&self, key: u64) -> usize {
         (key & self.mask) as usize
+    }
+
+    /// [`SetStacks::access`] of a run of references to `x`, the most recent key, and `y`, the
+    /// one before it (`EMPTY`: none), which [`SetStacks::access`] of `y` then `x` (and any
+    /// references to them) left at the top of their sets, or `y` second in a set shared with
+    /// `x`: `same` references to the key used just before, `switch` to the other one.
+    #[inline(always)]
+    pub(crate) fn add_pair_run(&mut self, x: u64, y: u64, same: u64, switch: u64) {
+        if y == EMPTY || (x ^ y) & self.mask != 0 {
+            // Each key keeps the top of its own set.
+            self.hist[1] += same + switch;
+            return;
+        }
+        // One set: a switch finds the other key second (in a one-way set, missing: depth 2 is
+        // then the miss bucket) and puts it on top.
+        self.hist[1] += same;
+        self.hist[2] += switch;
+        if switch & 1 == 1 {
+            let base = self.set_of(x) * self.depth;
+            if self.depth == 1 {
+                self.slots[base] = y;
+            } else {
+                self.slots.swap(base, base + 1);
+            }
+        }
     }
 
     #[inline(always)]
