@@ -184,11 +184,12 @@ fn runs_over_two_pages_equal_engine_designs() {
 
 #[test]
 fn other_policies_equal_engine_designs() {
-    let recs = records(5, 20_000);
-    for policy in [Policy::Fifo, Policy::Random, Policy::Nru, Policy::Plru] {
-        let mut sp = spec(&[4, 16, 64], &[Ways::Full, Ways::N(4)], policy, &[4096]);
-        sp.entries_range = true;
-        check_against_engine(&recs, &sp);
+    for recs in [records(5, 20_000), local_records(5, 20_000)] {
+        for policy in [Policy::Fifo, Policy::Random, Policy::Nru, Policy::Plru] {
+            let mut sp = spec(&[1, 4, 16, 64], &[Ways::Full, Ways::N(1), Ways::N(4)], policy, &[4096]);
+            sp.entries_range = true;
+            check_against_engine(&recs, &sp);
+        }
     }
 }
 

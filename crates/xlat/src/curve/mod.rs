@@ -565,7 +565,10 @@ impl Lane {
     #[inline(always)]
     fn lookup(&mut self, vpn: u64) {
         let key = vpn | self.cur;
-        if key != self.recent[0] {
+        // The page looked up last (no invalidation since) hits again in every TLB of any
+        // policy without changing what any of them will do: it is skipped.
+        let repeat = key == self.recent[0];
+        if !repeat {
             self.recent = [key, self.recent[0]];
         }
         if let Some(fa) = &mut self.fa {
@@ -588,6 +591,9 @@ impl Lane {
                 s.tracked += 1;
                 s.stacks.access(key);
             }
+        }
+        if repeat {
+            return;
         }
         for (_, _, tlb, misses) in &mut self.tlbs {
             let (asid, v) = (Asid(self.cur_asid), Vpn(vpn));
