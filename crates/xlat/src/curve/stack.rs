@@ -3,7 +3,9 @@
 //! [`FaStack`] is the fully associative stack: each resident page holds the *stamp* (time) of its
 //! last use, a Fenwick tree counts occupied stamps, and a page's stack distance is the number of
 //! stamps at or after its own. The time axis is compacted when it fills, so memory follows the
-//! footprint (pages and holes), not the trace length.
+//! footprint (pages and holes), not the trace length. The most recently used pages (up to
+//! eight) are also kept in a list in recency order: they hold the newest stamps, in any order,
+//! so a reference to one of them is answered by its position in the list, without the tree.
 //!
 //! [`SetStacks`] keeps one short stack per set for a given number of sets, as deep as the widest
 //! associativity asked for at that set count.
@@ -48,6 +50,9 @@ impl Hasher for KeyHasher {
 
 type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
+/// Pages of a [`FaStack`] answered from a list of the most recent ones, without the tree.
+const LIST: usize = 8;
+
 /// The exact LRU stack of a fully associative TLB of every size up to `max` entries.
 #[derive(Clone, Debug)]
 pub(crate) struct FaStack {
@@ -63,11 +68,20 @@ pub(crate) struct FaStack {
     live: u32,
     /// Stamps of holes.
     holes: BTreeSet<u32>,
-    /// The two most recently used pages, most recent first (valid only while there are no
-    /// holes): a hit at depth 1 or 2 is answered without touching the tree. `swapped` says that
-    /// the map's stamps of these two are in the opposite order (fixed by [`FaStack::settle`]).
-    top: [u64; 2],
-    swapped: bool,
+    /// The most recently used pages, most recent first (`len` of them, the rest `EMPTY`; none
+    /// while there are holes), with their stamps. They hold the `len` newest stamps in some
+    /// order, so a hit among them is answered by its position without touching the tree or the
+    /// stamps; the one that leaves the list takes the oldest of those stamps.
+    list: [u64; LIST],
+    stamps: [u32; LIST],
+    len: usize,
+    /// The list's length limit: [`LIST`], or 2 while few references land between depth 3 and
+    /// [`LIST`] (a uniform random trace), where scanning the list would cost more than it saves.
+    limit: usize,
+    /// Since the limit was last chosen: references at depths 3 to [`LIST`], and those the tree
+    /// answered.
+    near: u32,
+    far: u32,
     /// `hist[d]`: references at stack distance `d` (1-based) for `d <= max`; `hist[max + 1]`:
     /// deeper or first references.
     pub hist: Vec<u64>,
@@ -85,8 +99,12 @@ impl FaStack {
             now: 0,
             live: 0,
             holes: BTreeSet::new(),
-            top: [EMPTY; 2],
-            swapped: false,
+            list: [EMPTY; LIST],
+            stamps: [0; LIST],
+            len: 0,
+            limit: LIST,
+            near: 0,
+            far: 0,
             hist: vec![0; max as usize + 2],
             max,
         }
@@ -95,12 +113,17 @@ impl FaStack {
     /// One reference to `key`.
     #[inline(always)]
     pub(crate) fn access(&mut self, key: u64) {
-        if key == self.top[0] {
+        if key == self.list[0] {
             self.hist[1] += 1;
-        } else if key == self.top[1] {
-            self.hist[2] += 1;
-            self.top.swap(0, 1);
-            self.swapped = !self.swapped;
+        } else if key == self.list[1] {
+            self.add_top_run(0, 1);
+        } else if let Some(d) = self.list[2..self.limit].iter().position(|&k| k == key) {
+            // At depth d + 3: to the front of the list (no stamp changes).
+            let d = d + 2;
+            self.near += 1;
+            self.hist[(d + 1).min(self.max as usize + 1)] += 1;
+            self.list[..=d].rotate_right(1);
+            self.stamps[..=d].rotate_right(1);
         } else {
             self.access_slow(key);
         }
@@ -110,7 +133,7 @@ impl FaStack {
     /// answers without the tree).
     #[inline(always)]
     pub(crate) fn is_top(&self, key: u64) -> bool {
-        key == self.top[0] || key == self.top[1]
+        key == self.list[0] || key == self.list[1]
     }
 
     /// [`FaStack::access`] of `key(j)` for `j` from `i` while each is one of the top two pages
@@ -118,24 +141,20 @@ impl FaStack {
     /// returns the first `j` that is not (or `n`). `key` gives `None` to stop.
     #[inline(always)]
     pub(crate) fn access_top_run(&mut self, mut i: usize, n: usize, key: impl Fn(usize) -> Option<u64>) -> usize {
-        let [mut a, mut b] = self.top;
-        let (mut h1, mut h2, mut swapped) = (0u64, 0u64, self.swapped);
+        let [a, b] = [self.list[0], self.list[1]];
+        let (mut h1, mut h2, mut last) = (0u64, 0u64, a);
         while i < n {
             match key(i) {
-                Some(k) if k == a => h1 += 1,
-                Some(k) if k == b => {
+                Some(k) if k == last => h1 += 1,
+                Some(k) if k == a || k == b => {
                     h2 += 1;
-                    (a, b) = (b, a);
-                    swapped = !swapped;
+                    last = k;
                 }
                 _ => break,
             }
             i += 1;
         }
-        self.top = [a, b];
-        self.swapped = swapped;
-        self.hist[1] += h1;
-        self.hist[2] += h2;
+        self.add_top_run(h1, h2);
         i
     }
 
@@ -143,7 +162,7 @@ impl FaStack {
     /// (else `[EMPTY; 2]`; the second is `EMPTY` before there are two).
     #[inline(always)]
     pub(crate) fn top(&self) -> [u64; 2] {
-        self.top
+        [self.list[0], self.list[1]]
     }
 
     /// [`FaStack::access`] of a run of references to the top two pages: `same` to the page
@@ -151,30 +170,47 @@ impl FaStack {
     #[inline(always)]
     pub(crate) fn add_top_run(&mut self, same: u64, switch: u64) {
         self.hist[1] += same;
-        self.hist[2] += switch;
+        self.hist[2.min(self.max as usize + 1)] += switch;
         if switch & 1 == 1 {
-            self.top.swap(0, 1);
-            self.swapped = !self.swapped;
+            self.list.swap(0, 1);
+            self.stamps.swap(0, 1);
         }
     }
 
-    /// Puts the stamps of the top two pages back in their order.
-    #[inline(always)]
-    fn settle(&mut self) {
-        if self.swapped {
-            self.swapped = false;
-            let [a, b] = self.top;
-            let (sa, sb) = (self.map[&a], self.map[&b]);
-            self.map.insert(a, sb);
-            self.map.insert(b, sa);
-            self.owner[sb as usize] = a;
-            self.owner[sa as usize] = b;
+    /// Gives the list's pages their stamps in their order (the newest to the most recent) and
+    /// keeps the first `keep` of them in the list: before a hole is made (none), or when the
+    /// limit drops to 2.
+    fn settle(&mut self, keep: usize) {
+        let n = self.len;
+        let mut stamps = self.stamps;
+        stamps[..n].sort_unstable_by(|x, y| y.cmp(x));
+        for ((&k, &t), &was) in self.list[..n].iter().zip(&stamps[..n]).zip(&self.stamps[..n]) {
+            if was != t {
+                *self.map.get_mut(&k).expect("list pages are mapped") = t;
+                self.owner[t as usize] = k;
+            }
         }
+        self.stamps = stamps;
+        self.len = n.min(keep);
+        self.list[self.len..].fill(EMPTY);
+    }
+
+    /// Chooses the list's limit from the references since the last choice.
+    #[cold]
+    fn choose_limit(&mut self) {
+        // A list hit saves a tree update (a few hundred instructions); scanning six more
+        // entries costs a few dozen on every reference below the top two.
+        if self.near >= self.far / 8 {
+            self.limit = LIST;
+        } else if self.limit == LIST {
+            self.settle(2);
+            self.limit = 2;
+        }
+        (self.near, self.far) = (0, 0);
     }
 
     #[inline(never)]
     fn access_slow(&mut self, key: u64) {
-        self.settle();
         if self.now as usize == self.owner.len() {
             // Before the page's own stamp is read: compacting renumbers it.
             self.compact();
@@ -216,19 +252,43 @@ impl FaStack {
         self.live += 1;
         self.owner[s as usize] = key;
         if self.holes.is_empty() {
-            // The previous most recent page is still mapped: only an invalidation removes a
-            // page, and it clears `top`.
-            self.top = [key, if depth == 1 { EMPTY } else { self.top[0] }];
-            debug_assert!(self.top[1] == EMPTY || self.map.contains_key(&self.top[1]));
+            if self.len == self.limit {
+                // The least recent page leaves the list with its oldest stamp.
+                let last = self.limit - 1;
+                let m = (0..self.limit).min_by_key(|&i| self.stamps[i]).expect("a full list");
+                if m != last {
+                    let (km, kl, tm, tl) = (self.list[m], self.list[last], self.stamps[m], self.stamps[last]);
+                    *self.map.get_mut(&km).expect("list pages are mapped") = tl;
+                    *self.map.get_mut(&kl).expect("list pages are mapped") = tm;
+                    self.owner[tl as usize] = km;
+                    self.owner[tm as usize] = kl;
+                    self.stamps.swap(m, last);
+                }
+                self.len -= 1;
+                self.list[last] = EMPTY;
+            }
+            // The whole arrays (a fixed size: no call): the entries past `len` are `EMPTY`.
+            self.list.copy_within(0..LIST - 1, 1);
+            self.stamps.copy_within(0..LIST - 1, 1);
+            self.list[0] = key;
+            self.stamps[0] = s;
+            self.len += 1;
+            if (3..=LIST as u32).contains(&depth) {
+                self.near += 1;
+            } else {
+                self.far += 1;
+                if self.far == 1024 {
+                    self.choose_limit();
+                }
+            }
         } else {
-            self.top = [EMPTY; 2];
+            debug_assert_eq!(self.len, 0, "no list while there are holes");
         }
     }
 
     /// Invalidates `key` if present: it leaves a hole.
     pub(crate) fn invalidate(&mut self, key: u64) {
-        self.settle();
-        self.top = [EMPTY; 2];
+        self.settle(0);
         if let Some(t) = self.map.remove(&key) {
             self.owner[t as usize] = HOLE;
             self.holes.insert(t);
@@ -299,6 +359,9 @@ impl FaStack {
         self.tree = tree;
         self.holes = holes;
         self.now = n;
+        for i in 0..self.len {
+            self.stamps[i] = self.map[&self.list[i]];
+        }
     }
 }
 
@@ -432,6 +495,65 @@ mod tests {
         *state ^= *state >> 7;
         *state ^= *state << 17;
         *state
+    }
+
+    #[test]
+    fn fa_list_limit_changes_keep_distances_exact() {
+        // Phases of uniform references over many pages (the list drops to the top two) and
+        // of references among a few (it grows back to eight), with invalidations, compactions
+        // and hits at every depth of the list.
+        let sizes = [1usize, 2, 3, 4, 6, 8, 9, 12, 30, 100];
+        let mut fa = FaStack::new(100);
+        let mut refs: Vec<Lru> = sizes.iter().map(|&c| Lru { cap: c, v: Vec::new() }).collect();
+        let mut misses = vec![0u64; sizes.len()];
+        let mut st = 12345u64;
+        let mut limits = Vec::new();
+        let mut recent = [0u64; 6];
+        for i in 0..120_000u64 {
+            let r = rng(&mut st);
+            let phase = (i / 20_000) % 2;
+            // Uniform phases go back to the page of a few references before now and then: a
+            // hit deep in the list, which leaves its stamps out of order when it shrinks.
+            let key = match phase {
+                0 if i % 10 == 0 => recent[(i as usize + 4) % 6],
+                0 => r % 500,
+                _ => (r >> 9) % 10,
+            };
+            recent[i as usize % 6] = key;
+            if i % 4999 == 0 {
+                fa.invalidate(key);
+                refs.iter_mut().for_each(|l| l.invalidate(key));
+                continue;
+            }
+            let (list, limit) = (fa.list, fa.limit);
+            let mut keys = vec![key];
+            if limit == LIST {
+                // If this access shrinks the list, the pages that leave it come next, oldest
+                // first: their depths show whether they left with their stamps in order.
+                keys.extend(list.iter().rev().filter(|&&k| k != EMPTY && k != key));
+            }
+            for (j, &k) in keys.iter().enumerate() {
+                if j > 0 && fa.limit == limit {
+                    break;
+                }
+                fa.access(k);
+                for (l, m) in refs.iter_mut().zip(&mut misses) {
+                    *m += !l.access(k) as u64;
+                }
+            }
+            if i % 7919 == 0 {
+                fa.compact();
+            }
+            if i % 20_000 == 19_999 {
+                limits.push(fa.limit);
+            }
+        }
+        assert!(limits.contains(&2) && limits.contains(&LIST), "limits {limits:?}");
+        let total: u64 = fa.hist.iter().sum();
+        for (&c, &m) in sizes.iter().zip(&misses) {
+            let hits: u64 = fa.hist[1..=c].iter().sum();
+            assert_eq!(total - hits, m, "FA size {c}");
+        }
     }
 
     #[test]
