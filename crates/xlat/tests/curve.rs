@@ -31,6 +31,22 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
+/// The events before reference `i` of `n` (random bits `r`): a switch among three processes
+/// every `every.0` references, an unmap of up to 20 pages every `every.1`, and process 2's exit
+/// halfway (it comes back later, empty).
+fn push_events(v: &mut Vec<Record>, i: usize, n: usize, r: u64, every: (usize, usize)) {
+    if i % every.0 == every.0 - 1 {
+        v.push(Record::ContextSwitch { asid: 1 + (r % 3) as u32 });
+    }
+    if i % every.1 == 0 {
+        let start = (r >> 20) % 300 * 4096;
+        v.push(Record::Unmap { start, len: 4096 * (1 + (r >> 40) % 20) });
+    }
+    if i == n / 2 {
+        v.push(Record::Exit { asid: 2 });
+    }
+}
+
 /// A seeded stream over three processes: hot and cold pages, accesses that span pages,
 /// switches, unmaps of ranges and an exit (the exiting process comes back later, empty).
 fn records(seed: u64, n: usize) -> Vec<Record> {
@@ -38,16 +54,7 @@ fn records(seed: u64, n: usize) -> Vec<Record> {
     let mut v = Vec::with_capacity(n + n / 50);
     for i in 0..n {
         let r = xorshift(&mut s);
-        if i % 500 == 499 {
-            v.push(Record::ContextSwitch { asid: 1 + (r % 3) as u32 });
-        }
-        if i % 733 == 0 {
-            let start = (r >> 20) % 300 * 4096;
-            v.push(Record::Unmap { start, len: 4096 * (1 + (r >> 40) % 20) });
-        }
-        if i == n / 2 {
-            v.push(Record::Exit { asid: 2 });
-        }
+        push_events(&mut v, i, n, r, (500, 733));
         let page = if r % 4 == 0 { (r >> 8) % 400 } else { (r >> 8) % 24 };
         let kind = Kind::ALL[(r >> 50) as usize % 4];
         let size = if r % 97 == 0 { 8192 } else { 8 };
@@ -74,16 +81,7 @@ fn local_records(seed: u64, n: usize) -> Vec<Record> {
     let (mut code, mut data) = (0u64, 8u64);
     for i in 0..n {
         let r = xorshift(&mut s);
-        if i % 1500 == 1499 {
-            v.push(Record::ContextSwitch { asid: 1 + (r % 3) as u32 });
-        }
-        if i % 2203 == 0 {
-            let start = (r >> 20) % 300 * 4096;
-            v.push(Record::Unmap { start, len: 4096 * (1 + (r >> 40) % 20) });
-        }
-        if i == n / 2 {
-            v.push(Record::Exit { asid: 2 });
-        }
+        push_events(&mut v, i, n, r, (1500, 2203));
         match r % 64 {
             0 => code = pick(r >> 6),
             1..=3 => data = pick(r >> 6),
