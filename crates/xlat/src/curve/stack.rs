@@ -80,8 +80,8 @@ pub(crate) struct FaStack {
     limit: usize,
     /// Since the limit was last chosen: references at depths 3 to [`LIST`], and those the tree
     /// answered.
-    near: u32,
-    far: u32,
+    near: u64,
+    far: u64,
     /// `hist[d]`: references at stack distance `d` (1-based) for `d <= max`; `hist[max + 1]`:
     /// deeper or first references.
     pub hist: Vec<u64>,
