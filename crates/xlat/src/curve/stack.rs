@@ -78,8 +78,8 @@ pub(crate) struct FaStack {
     /// The list's length limit: [`LIST`], or 2 while few references land between depth 3 and
     /// [`LIST`] (a uniform random trace), where scanning the list would cost more than it saves.
     limit: usize,
-    /// Since the limit was last chosen: references at depths 3 to [`LIST`], and those the tree
-    /// answered.
+    /// Since the limit was last chosen (every 1,024 references past the top two): references
+    /// at depths 3 to [`LIST`], and those deeper or first.
     near: u64,
     far: u64,
     /// `hist[d]`: references at stack distance `d` (1-based) for `d <= max`; `hist[max + 1]`:
@@ -277,9 +277,9 @@ impl FaStack {
                 self.near += 1;
             } else {
                 self.far += 1;
-                if self.far == 1024 {
-                    self.choose_limit();
-                }
+            }
+            if self.near + self.far >= 1024 {
+                self.choose_limit();
             }
         } else {
             debug_assert_eq!(self.len, 0, "no list while there are holes");
