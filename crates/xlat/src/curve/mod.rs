@@ -452,10 +452,6 @@ impl Lane {
     /// The loop of [`Lane::process`] over `records`, whose page words `word(i)` gives.
     #[inline(always)]
     fn process_words(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), CurveError> {
-        // Only the exact fully associative stack: runs of references to its top two pages
-        // are counted in registers.
-        let fa_only =
-            self.sets.is_empty() && self.tlbs.is_empty() && self.fa.as_ref().is_some_and(|f| f.near.is_none());
         let mut i = 0;
         while i < records.len() {
             let w = word(i);
@@ -464,17 +460,7 @@ impl Lane {
                 self.record(&records[i - 1])?;
                 continue;
             }
-            // Most references: one page.
-            if fa_only {
-                let (cur, fa) = (self.cur, self.fa.as_mut().expect("fa_only"));
-                if fa.stack.is_top((w >> 1) | cur) {
-                    let key = |j: usize| Some(word(j)).filter(|&w| w != SLOW_WORD).map(|w| (w >> 1) | cur);
-                    let end = fa.stack.access_top_run(i - 1, records.len(), key);
-                    self.lookups += (end - (i - 1)) as u64;
-                    i = end;
-                    continue;
-                }
-            }
+            // Most references: one page, and one of the two looked up last.
             if self.pair_runs {
                 let key = (w >> 1) | self.cur;
                 if (key == self.recent[0] || key == self.recent[1])

@@ -129,35 +129,6 @@ impl FaStack {
         }
     }
 
-    /// True if `key` is one of the two most recently used pages (a hit [`FaStack::access`]
-    /// answers without the tree).
-    #[inline(always)]
-    pub(crate) fn is_top(&self, key: u64) -> bool {
-        key == self.list[0] || key == self.list[1]
-    }
-
-    /// [`FaStack::access`] of `key(j)` for `j` from `i` while each is one of the top two pages
-    /// (most references of real programs), with the top two and their counts in registers;
-    /// returns the first `j` that is not (or `n`). `key` gives `None` to stop.
-    #[inline(always)]
-    pub(crate) fn access_top_run(&mut self, mut i: usize, n: usize, key: impl Fn(usize) -> Option<u64>) -> usize {
-        let [a, b] = [self.list[0], self.list[1]];
-        let (mut h1, mut h2, mut last) = (0u64, 0u64, a);
-        while i < n {
-            match key(i) {
-                Some(k) if k == last => h1 += 1,
-                Some(k) if k == a || k == b => {
-                    h2 += 1;
-                    last = k;
-                }
-                _ => break,
-            }
-            i += 1;
-        }
-        self.add_top_run(h1, h2);
-        i
-    }
-
     /// The two most recently used pages, most recent first, while the stack has no holes
     /// (else `[EMPTY; 2]`; the second is `EMPTY` before there are two).
     #[inline(always)]
