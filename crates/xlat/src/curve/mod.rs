@@ -660,8 +660,8 @@ pub fn curve(
     let shift = spec.page_sizes[0].trailing_zeros();
     let mut counts = TraceCounts { lookup_page_size: spec.page_sizes[0], ..TraceCounts::default() };
     let truncated = std::thread::scope(|scope| -> Result<bool, CurveError> {
-        let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, shift, max);
-        for batch in feed.batches.iter() {
+        let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, shift, max, 2);
+        while let Some(batch) = feed.next() {
             let batch = batch?;
             let words = batch.words();
             for lane in &mut lanes {

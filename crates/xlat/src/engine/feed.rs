@@ -5,8 +5,9 @@
 //! stays constant whatever the trace length.
 
 use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
 
 /// One batch from the reader thread.
 pub(crate) struct Batch {
@@ -44,8 +45,10 @@ impl Batch {
 
 /// The simulation's end of a reader thread.
 pub(crate) struct Feed<'scope> {
-    /// Batches in trace order, or the error that stopped the reader.
-    pub(crate) batches: Receiver<Result<Batch, TraceError>>,
+    /// Batches in trace order, or the error that stopped the reader ([`Feed::next`]).
+    batches: Receiver<Result<Batch, TraceError>>,
+    /// Whether to poll before sleeping (see [`POLL`]).
+    poll: bool,
     /// Used batches go back here to be refilled.
     pub(crate) recycle: Sender<Batch>,
     /// True if the reference limit cut the trace (there was more).
@@ -54,14 +57,17 @@ pub(crate) struct Feed<'scope> {
 
 /// Starts the reader thread of `reader` in `scope`: counts go on from `counts` (lookups and
 /// page words at pages of `2^shift` bytes, `shift >= 1`), and reading stops after `max`
-/// references.
+/// references. `threads` is how many threads the run keeps busy, the reader's included (see
+/// [`POLL`]).
 pub(crate) fn spawn<'scope, 'env>(
     scope: &'scope Scope<'scope, 'env>,
     reader: &'scope mut dyn TraceReader,
     mut counts: TraceCounts,
     shift: u32,
     max: u64,
+    threads: usize,
 ) -> Feed<'scope> {
+    let poll = polls(threads);
     let (full_tx, batches) = mpsc::sync_channel::<Result<Batch, TraceError>>(4);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
     let truncated = scope.spawn(move || -> bool {
@@ -76,7 +82,7 @@ pub(crate) fn spawn<'scope, 'env>(
                 Ok(None) => return false,
                 Ok(Some(cut)) => {
                     b.after = counts;
-                    if full_tx.send(Ok(b)).is_err() {
+                    if send(&full_tx, Ok(b), poll).is_err() {
                         return false; // the simulation stopped
                     }
                     if cut {
@@ -90,7 +96,67 @@ pub(crate) fn spawn<'scope, 'env>(
             }
         }
     });
-    Feed { batches, recycle, truncated }
+    Feed { batches, poll, recycle, truncated }
+}
+
+/// How long the reader and the simulation each wait for the other by polling before they
+/// sleep. Each batch passes from one thread to the other, and a thread that sleeps must be
+/// woken by the other with a system call, which costs the waker more than a short poll costs
+/// the waiter: with sleeping alone, the reader of the synthetic benchmark trace (whose
+/// simulation is the slower thread) slept on most batches and the wake-ups fell on the
+/// simulation thread, about 8% of its run (docs/performance.md). The poll is bounded, so a
+/// thread whose partner is much slower still sleeps most of the wait, and between polls the
+/// thread yields its core, so that a machine running more threads than it has cores gives the
+/// core to another (a busy spin instead made three runs at once on two cores take twice as
+/// long).
+const POLL: Duration = Duration::from_micros(200);
+
+/// Whether a pipeline of `threads` busy threads polls before sleeping: only with a core for
+/// each.
+fn polls(threads: usize) -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= threads)
+}
+
+/// Sends `msg` on `tx`, polling up to [`POLL`] (if `poll`) while the channel is full before
+/// waiting asleep. Fails if the receiver is gone.
+fn send<T>(tx: &SyncSender<T>, mut msg: T, poll: bool) -> Result<(), ()> {
+    if poll {
+        let mut start = None;
+        loop {
+            match tx.try_send(msg) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Disconnected(_)) => return Err(()),
+                Err(TrySendError::Full(m)) => msg = m,
+            }
+            if start.get_or_insert_with(Instant::now).elapsed() > POLL {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    tx.send(msg).map_err(|_| ())
+}
+
+impl Feed<'_> {
+    /// The next batch, or `None` once the reader has sent its last: polling up to [`POLL`]
+    /// while none is ready, then waiting asleep.
+    pub(crate) fn next(&self) -> Option<Result<Batch, TraceError>> {
+        if self.poll {
+            let mut start = None;
+            loop {
+                match self.batches.try_recv() {
+                    Ok(b) => return Some(b),
+                    Err(TryRecvError::Disconnected) => return None,
+                    Err(TryRecvError::Empty) => {}
+                }
+                if start.get_or_insert_with(Instant::now).elapsed() > POLL {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        self.batches.recv().ok()
+    }
 }
 
 /// Reads up to [`BATCH`] records into `b` and adds them to `c` (lookups at `shift`), stopping

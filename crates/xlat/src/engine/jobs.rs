@@ -34,8 +34,8 @@ pub(super) fn run_shares(
     let max = opts.max_refs.unwrap_or(u64::MAX);
     let mut last = counts;
     let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
-        let feed = feed::spawn(scope, &mut *reader, counts, shift, max);
-        let mut batches = feed.batches.iter();
+        let feed = feed::spawn(scope, &mut *reader, counts, shift, max, 1 + jobs);
+        let mut batches = std::iter::from_fn(|| feed.next());
         let mut cost = vec![Duration::ZERO; systems.len()];
         let calibration = if jobs > 1 { CALIBRATION_BATCHES } else { 0 };
         for batch in batches.by_ref().take(calibration) {
