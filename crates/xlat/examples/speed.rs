@@ -17,7 +17,11 @@ fn main() {
         let mut r = xlat::trace::open::open_reader_inline(path, None).unwrap().0;
         let (mut buf, mut words, mut counts) = (Vec::new(), Vec::new(), TraceCounts::default());
         while r
-            .read_batch_words(&mut buf, BATCH, BatchWords { words: &mut words, shift: 12, counts: &mut counts })
+            .read_batch_words(
+                &mut buf,
+                BATCH,
+                BatchWords { words: &mut words, shift: 12, counts: &mut counts, all_records: false },
+            )
             .unwrap()
             > 0
         {}

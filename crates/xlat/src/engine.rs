@@ -501,6 +501,12 @@ impl System {
         Ok(system)
     }
 
+    /// True if this design takes the batches' page words at pages of `2^shift` bytes (and
+    /// only the records whose word is [`crate::trace::SLOW_WORD`]): [`System::process_plain_words`].
+    pub(crate) fn reads_words(&self, shift: u32) -> bool {
+        self.plain && self.page_size.shift() == shift
+    }
+
     /// True if this design takes the loop of plain designs (`engine/plain.rs`).
     pub fn is_plain_loop(&self) -> bool {
         self.plain
@@ -1723,15 +1729,15 @@ fn lookup_counts(systems: &[System]) -> TraceCounts {
 /// Feeds `batch` to each system of `systems` that has not failed: through its page words
 /// (made at pages of `2^shift` bytes) when the design can use them.
 fn process_share<'a>(systems: impl IntoIterator<Item = &'a mut System>, batch: &Batch, shift: u32) {
-    let (records, words, before) = (batch.records(), batch.words(), &batch.before);
+    let (words, before) = (batch.words(), &batch.before);
     for s in systems.into_iter().filter(|s| s.failure.is_none()) {
-        let r = if s.plain && s.page_size.shift() == shift {
-            s.process_plain_words(records, words)
+        let r = if s.reads_words(shift) {
+            s.process_plain_words(batch.slow_records(), words)
         } else {
-            s.process_until(records)
+            s.process_until(batch.records())
         };
         if let Err((i, error)) = r {
-            let refs_before = records[..i].iter().filter(|r| matches!(r, Record::Access { .. })).count() as u64;
+            let refs_before = batch.accesses_before(i);
             s.failure = Some(DesignFailure {
                 error,
                 reference: before.references + refs_before + 1,

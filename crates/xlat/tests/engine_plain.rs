@@ -3,11 +3,14 @@
 //! tables, tagged or flushed ASIDs, reservation and superpage OS policies) and random record
 //! streams with every kind of event, both loops must give identical counters, identical
 //! failures and identical TLB contents, whether the plain loop reads the page words of
-//! `engine::run`'s reader thread or makes them itself (`System::process`).
+//! `engine::run`'s reader thread (with every record, or from an xtr reader that writes only the
+//! records the words send down the general step) or makes them itself (`System::process`).
 
 use proptest::prelude::*;
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
+use xlat::trace::open::Compression;
+use xlat::trace::xtr::{encode_to_vec, XtrReader};
 use xlat::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
 
 struct VecReader(Vec<Record>, usize);
@@ -126,13 +129,21 @@ proptest! {
                 break;
             }
         }
+        // Alone on an xtr stream, the plain design's reader writes only the records whose
+        // page word sends them down the general step (`BatchWords::all_records`).
+        let mut alone = vec![System::new(&config).unwrap()];
+        let bytes = encode_to_vec(&records, Compression::None).unwrap();
+        let mut xtr = XtrReader::new(&bytes[..], "t.xtr").unwrap();
+        engine::run(&mut xtr, &mut alone, RunOptions::default(), |_| {}).unwrap();
         let mut systems = vec![plain, general];
         engine::run(&mut VecReader(records, 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
         general = systems.pop().unwrap();
         plain = systems.pop().unwrap();
         prop_assert_eq!(plain.stats(), general.stats());
         prop_assert_eq!(direct.stats(), general.stats());
+        prop_assert_eq!(alone[0].stats(), general.stats());
         prop_assert_eq!(format!("{:?}", plain.failure()), format!("{:?}", general.failure()));
+        prop_assert_eq!(format!("{:?}", alone[0].failure()), format!("{:?}", general.failure()));
         prop_assert_eq!(plain.page_table_peak(), general.page_table_peak());
         for (p, g) in plain.structures().iter().zip(general.structures()) {
             prop_assert_eq!(p.tlb.translations(), g.tlb.translations());

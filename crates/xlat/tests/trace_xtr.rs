@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use xlat::trace::open::{decompress, Compression};
 use xlat::trace::xtr::{encode_to_vec, tag, XtrOptions, XtrReader, XtrWriter};
-use xlat::trace::{map_flags, BatchWords, Kind, Record, TraceCounts, TraceError, TraceReader, TraceWriter};
+use xlat::trace::{map_flags, BatchWords, Kind, Record, TraceCounts, TraceError, TraceReader, TraceWriter, SLOW_WORD};
 
 fn read_all(bytes: &[u8], batch: usize) -> Result<Vec<Record>, TraceError> {
     let (s, _) = decompress(bytes).map_err(|e| TraceError::at_offset("t.xtr", 0, e))?;
@@ -309,7 +309,11 @@ fn long_batches_count_exactly() {
     let bytes = encode_to_vec(&recs, Compression::None).unwrap();
     let mut r = XtrReader::new(&bytes[..], "t.xtr").unwrap();
     let (mut c, mut out, mut w) = (TraceCounts::default(), Vec::new(), Vec::new());
-    while r.read_batch_words(&mut out, 1 << 20, BatchWords { words: &mut w, shift: 12, counts: &mut c }).unwrap() > 0 {
+    while r
+        .read_batch_words(&mut out, 1 << 20, BatchWords { words: &mut w, shift: 12, counts: &mut c, all_records: true })
+        .unwrap()
+        > 0
+    {
         assert_eq!(w.len(), out.len());
     }
     assert_eq!(c, expected_counts(&recs, 12));
@@ -327,7 +331,7 @@ proptest! {
         batch in 1usize..50,
         shift in prop::sample::select(vec![12u32, 21, 30]),
         zstd in any::<bool>(),
-        mode in 0u8..3,
+        mode in 0u8..4,
     ) {
         for (at, size, below) in near_top {
             recs.insert(at.min(recs.len()), Record::Access { kind: Kind::Load, size, addr: u64::MAX - below });
@@ -342,10 +346,16 @@ proptest! {
         let (mut all, mut b) = (Vec::new(), Vec::new());
         let mut counts = TraceCounts::default();
         let mut words = vec![7; 3];
+        // Mode 3 asks for the records whose word is SLOW_WORD alone; the others are left as
+        // they were, and this marker shows it.
+        let stale = Record::Marker { id: u64::MAX };
         loop {
-            // Mode 2: the reader counts and writes the page words as it decodes.
-            let n = if mode == 2 {
-                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts }).unwrap()
+            // Modes 2 and 3: the reader counts and writes the page words as it decodes.
+            let n = if mode >= 2 {
+                b.clear();
+                b.resize(batch, stale);
+                let all_records = mode == 2;
+                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts, all_records }).unwrap()
             } else {
                 r.read_batch(&mut b, batch).unwrap()
             };
@@ -358,11 +368,24 @@ proptest! {
                 1 => counts.add_words(&b, shift, &mut words),
                 _ => {}
             }
+            let at = all.len();
+            let expected: Vec<Record> = recs[at..at + n].to_vec();
             if mode > 0 {
-                let expected: Vec<u64> = b.iter().map(|r| expected_word(r, shift)).collect();
-                prop_assert_eq!(&words, &expected);
+                let expected_words: Vec<u64> = expected.iter().map(|r| expected_word(r, shift)).collect();
+                prop_assert_eq!(&words, &expected_words);
             }
-            all.extend_from_slice(&b);
+            if mode == 3 {
+                for (j, (got, want)) in b.iter().zip(&expected).enumerate() {
+                    if words[j] == SLOW_WORD {
+                        prop_assert_eq!(got, want);
+                    } else {
+                        prop_assert_eq!(got, &stale, "record {} written though its word is not SLOW_WORD", at + j);
+                    }
+                }
+                all.extend_from_slice(&expected);
+            } else {
+                all.extend_from_slice(&b);
+            }
         }
         prop_assert_eq!(&all, &recs);
         prop_assert_eq!(counts, expected_counts(&recs, shift));

@@ -660,12 +660,20 @@ pub fn curve(
     let shift = spec.page_sizes[0].trailing_zeros();
     let mut counts = TraceCounts { lookup_page_size: spec.page_sizes[0], ..TraceCounts::default() };
     let truncated = std::thread::scope(|scope| -> Result<bool, CurveError> {
-        let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, shift, max, 2);
+        // Lanes at the first page size read the page words alone (and the records that take
+        // the general step); the others read every record.
+        let all_records = lanes.iter().any(|l| l.shift != shift);
+        let spec = crate::engine::feed::FeedSpec { shift, max, threads: 2, all_records };
+        let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, spec);
         while let Some(batch) = feed.next() {
             let batch = batch?;
             let words = batch.words();
             for lane in &mut lanes {
-                lane.process(batch.records(), (lane.shift == shift).then_some(words))?;
+                if lane.shift == shift {
+                    lane.process(batch.slow_records(), Some(words))?;
+                } else {
+                    lane.process(batch.records(), None)?;
+                }
             }
             counts = batch.after;
             progress(counts.references);

@@ -4,7 +4,7 @@
 //! simulation threads only simulate. Batches come back through [`Feed::recycle`], so memory
 //! stays constant whatever the trace length.
 
-use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH};
+use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH, SLOW_WORD};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -16,6 +16,9 @@ pub(crate) struct Batch {
     words: Vec<u64>,
     /// Records to use (the limit may cut the last batch).
     n: usize,
+    /// Whether every record was written; if not, only those whose word is [`SLOW_WORD`]
+    /// ([`BatchWords::all_records`]).
+    all_records: bool,
     /// The trace's counts before and after the batch.
     pub(crate) before: TraceCounts,
     pub(crate) after: TraceCounts,
@@ -27,14 +30,29 @@ impl Batch {
             records: Vec::with_capacity(BATCH),
             words: Vec::with_capacity(BATCH),
             n: 0,
+            all_records: true,
             before: TraceCounts::default(),
             after: TraceCounts::default(),
         }
     }
 
-    /// The records to simulate.
+    /// The records to simulate, for a consumer that reads every record (the feed was
+    /// spawned with [`FeedSpec::all_records`]).
     pub(crate) fn records(&self) -> &[Record] {
+        debug_assert!(self.all_records, "a batch of partial records read whole");
         &self.records[..self.n]
+    }
+
+    /// The records, for a consumer that reads only those whose word is [`SLOW_WORD`] (the
+    /// others may be stale when the feed was spawned without [`FeedSpec::all_records`]).
+    pub(crate) fn slow_records(&self) -> &[Record] {
+        &self.records[..self.n]
+    }
+
+    /// How many of the first `i` records are accesses.
+    pub(crate) fn accesses_before(&self, i: usize) -> u64 {
+        let (records, words) = (self.slow_records(), self.words());
+        (0..i).filter(|&j| words[j] != SLOW_WORD || matches!(records[j], Record::Access { .. })).count() as u64
     }
 
     /// Their page words.
@@ -55,18 +73,27 @@ pub(crate) struct Feed<'scope> {
     pub(crate) truncated: ScopedJoinHandle<'scope, bool>,
 }
 
-/// Starts the reader thread of `reader` in `scope`: counts go on from `counts` (lookups and
-/// page words at pages of `2^shift` bytes, `shift >= 1`), and reading stops after `max`
-/// references. `threads` is how many threads the run keeps busy, the reader's included (see
-/// [`POLL`]).
+/// What a reader thread makes.
+pub(crate) struct FeedSpec {
+    /// Lookups are counted and page words made at pages of `2^shift` bytes (`shift >= 1`).
+    pub(crate) shift: u32,
+    /// Reading stops after this many references.
+    pub(crate) max: u64,
+    /// How many threads the run keeps busy, the reader's included (see [`POLL`]).
+    pub(crate) threads: usize,
+    /// Whether the consumers read every record ([`Batch::records`]), or only those whose page
+    /// word is [`SLOW_WORD`] ([`Batch::slow_records`]), which the reader may then write alone.
+    pub(crate) all_records: bool,
+}
+
+/// Starts the reader thread of `reader` in `scope` as `spec` says; counts go on from `counts`.
 pub(crate) fn spawn<'scope, 'env>(
     scope: &'scope Scope<'scope, 'env>,
     reader: &'scope mut dyn TraceReader,
     mut counts: TraceCounts,
-    shift: u32,
-    max: u64,
-    threads: usize,
+    spec: FeedSpec,
 ) -> Feed<'scope> {
+    let FeedSpec { shift, max, threads, all_records } = spec;
     let poll = polls(threads);
     let (full_tx, batches) = mpsc::sync_channel::<Result<Batch, TraceError>>(4);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
@@ -78,7 +105,7 @@ pub(crate) fn spawn<'scope, 'env>(
                 return matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0);
             }
             b.before = counts;
-            match read_counted(reader, &mut b, &mut counts, shift, max) {
+            match read_counted(reader, &mut b, &mut counts, shift, max, all_records) {
                 Ok(None) => return false,
                 Ok(Some(cut)) => {
                     b.after = counts;
@@ -160,20 +187,24 @@ impl Feed<'_> {
 }
 
 /// Reads up to [`BATCH`] records into `b` and adds them to `c` (lookups at `shift`), stopping
-/// at `max` references. Returns whether the limit cut the batch, or `None` at the end of the
-/// trace.
+/// at `max` references; every record, or (unless `all_records`) perhaps only those whose word is
+/// [`SLOW_WORD`]. Returns whether the limit cut the batch, or `None` at the end of the trace.
 fn read_counted(
     reader: &mut dyn TraceReader,
     b: &mut Batch,
     c: &mut TraceCounts,
     shift: u32,
     max: u64,
+    all_records: bool,
 ) -> Result<Option<bool>, TraceError> {
     if max == u64::MAX {
         // Without a limit, the whole batch, counted as it is decoded.
-        b.n = reader.read_batch_words(&mut b.records, BATCH, BatchWords { words: &mut b.words, shift, counts: c })?;
+        let w = BatchWords { words: &mut b.words, shift, counts: c, all_records };
+        b.n = reader.read_batch_words(&mut b.records, BATCH, w)?;
+        b.all_records = all_records;
         return Ok((b.n > 0).then_some(false));
     }
+    b.all_records = true;
     if reader.read_batch(&mut b.records, BATCH)? == 0 {
         return Ok(None);
     }

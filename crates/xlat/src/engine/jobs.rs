@@ -34,7 +34,11 @@ pub(super) fn run_shares(
     let max = opts.max_refs.unwrap_or(u64::MAX);
     let mut last = counts;
     let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
-        let feed = feed::spawn(scope, &mut *reader, counts, shift, max, 1 + jobs);
+        // Plain designs at the lookup page size read the page words alone (and the records that
+        // take the general step); any other design reads every record.
+        let all_records = systems.iter().any(|s| !s.reads_words(shift));
+        let spec = feed::FeedSpec { shift, max, threads: 1 + jobs, all_records };
+        let feed = feed::spawn(scope, &mut *reader, counts, spec);
         let mut batches = std::iter::from_fn(|| feed.next());
         let mut cost = vec![Duration::ZERO; systems.len()];
         let calibration = if jobs > 1 { CALIBRATION_BATCHES } else { 0 };

@@ -459,6 +459,11 @@ pub struct BatchWords<'a> {
     pub shift: u32,
     /// The trace's counts so far.
     pub counts: &'a mut TraceCounts,
+    /// Whether every record is wanted. If not, a reader may write only the records whose word
+    /// is [`SLOW_WORD`] (events, and accesses that span pages or wrap round): the others are
+    /// then left as they were in `out`, and the caller goes by the words alone there (the
+    /// xtr reader saves a quarter of its stores so).
+    pub all_records: bool,
 }
 
 /// A streaming source of records.

@@ -283,8 +283,9 @@ fn decode_run<S: Sink>(
                 }
             }
             ls[k] = size;
-            out[i] = Record::Access { kind: kind_of(k), size, addr };
-            sink.access(i, kind_of(k), size, addr);
+            if sink.access(i, kind_of(k), size, addr) {
+                out[i] = Record::Access { kind: kind_of(k), size, addr };
+            }
             pos += len;
         } else if t <= tag::THREAD {
             match decode_event(&buf[pos..pos + MARGIN], t) {
@@ -306,31 +307,38 @@ fn decode_run<S: Sink>(
     (pos, start, stop)
 }
 
-/// What the decoder does with each record it writes at `out[i]`, besides writing it.
+/// What the decoder does with each record it decodes for `out[i]`, besides writing it.
 trait Sink {
-    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64);
+    /// Returns whether the access record is to be written.
+    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) -> bool;
     fn event(&mut self, i: usize);
 }
 
 /// Nothing ([`TraceReader::read_batch`]).
 impl Sink for () {
     #[inline(always)]
-    fn access(&mut self, _: usize, _: Kind, _: u32, _: u64) {}
+    fn access(&mut self, _: usize, _: Kind, _: u32, _: u64) -> bool {
+        true
+    }
     #[inline(always)]
     fn event(&mut self, _: usize) {}
 }
 
-/// Counts each record and writes its page word ([`TraceReader::read_batch_words`]).
-struct Words<'a> {
+/// Counts each record and writes its page word ([`TraceReader::read_batch_words`]); writes
+/// every access record if `ALL`, else those whose word is [`SLOW_WORD`] alone
+/// ([`BatchWords::all_records`]).
+struct Words<'a, const ALL: bool> {
     words: &'a mut [u64],
     tally: Tally,
     shift: u32,
 }
 
-impl Sink for Words<'_> {
+impl<const ALL: bool> Sink for Words<'_, ALL> {
     #[inline(always)]
-    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) {
-        self.words[i] = self.tally.access(kind, size, addr, self.shift);
+    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) -> bool {
+        let w = self.tally.access(kind, size, addr, self.shift);
+        self.words[i] = w;
+        ALL || w == SLOW_WORD
     }
     #[inline(always)]
     fn event(&mut self, i: usize) {
@@ -706,9 +714,14 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
             w.words.resize(max, SLOW_WORD);
         }
         let mut n = 0;
-        let mut sink = Words { words: &mut w.words[..max], tally: Tally::default(), shift: w.shift };
-        let result = self.decode_into(&mut out[..max], &mut n, &mut sink);
-        let tally = sink.tally;
+        let (words, shift) = (&mut w.words[..max], w.shift);
+        let (result, tally) = if w.all_records {
+            let mut sink = Words::<true> { words, tally: Tally::default(), shift };
+            (self.decode_into(&mut out[..max], &mut n, &mut sink), sink.tally)
+        } else {
+            let mut sink = Words::<false> { words, tally: Tally::default(), shift };
+            (self.decode_into(&mut out[..max], &mut n, &mut sink), sink.tally)
+        };
         out.truncate(n);
         w.words.truncate(n);
         result?;
