@@ -36,8 +36,8 @@
 //! complete-subblock entries live in a side array (`slots * block_pages`), so the hot slot stays
 //! small. A lookup probes once per entry size present in the TLB (a count is kept per size, so a
 //! TLB holding only base pages probes once): it scans the set when it has at most [`SCAN_WAYS`]
-//! ways and uses an open-addressing index (tag, size, ASID) -> slot for wider sets, so a 64- or
-//! 128-entry fully associative TLB answers in a few nanoseconds. Every replacement policy keeps a
+//! ways and uses a hashed index (tag, size, ASID) -> slot, chained through the slots, for wider
+//! sets, so a 64- or 128-entry fully associative TLB answers in a few nanoseconds. Every replacement policy keeps a
 //! per-set list of slots in insertion (FIFO) or recency (LRU) order; invalid slots sit at its tail
 //! so that every policy fills empty ways before it evicts.
 //!
@@ -538,7 +538,7 @@ impl Tlb {
     /// [`GLOBAL`] ASID: one probe of the index; a hit goes to the head of the order list.
     #[inline(always)]
     fn lookup_fa_lru(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbData> {
-        let slot = self.index.as_ref()?.get(vpn.0, asid.0)?;
+        let slot = self.index.as_ref()?.get(vpn.0, asid.0, &self.slots)?;
         self.commit_fa_lru();
         self.order.move_to_head(0, slot);
         let data = self.slots[slot as usize].data;
@@ -652,14 +652,14 @@ impl Tlb {
         let key = key_of(tag, k);
         let idx = vpn & low_bits(k);
         if let Some(index) = &self.index {
-            if let Some(s) = index.get(key, asid) {
+            if let Some(s) = index.get(key, asid, &self.slots) {
                 let data = self.slots[s as usize].data;
                 if translates(&data, idx) {
                     return Some((s, data));
                 }
             }
             if self.globals > 0 {
-                if let Some(s) = index.get(key, GLOBAL) {
+                if let Some(s) = index.get(key, GLOBAL, &self.slots) {
                     let data = self.slots[s as usize].data;
                     if translates(&data, idx) {
                         return Some((s, data));
@@ -687,7 +687,7 @@ impl Tlb {
     /// The slot of the entry of exactly (`asid`, `key`), whatever its valid bits.
     fn find_exact(&self, asid: u32, tag: u64, key: u64) -> Option<u32> {
         if let Some(index) = &self.index {
-            return index.get(key, asid);
+            return index.get(key, asid, &self.slots);
         }
         let ways = self.geometry.ways as usize;
         let base = self.set_of(tag) as usize * ways;
@@ -745,7 +745,7 @@ impl Tlb {
         let old = self.slots[s];
         let Some(index) = &mut self.index else { unreachable!("fully associative TLBs have an index") };
         let evicted = if old.key != INVALID {
-            index.remove(old.key, old.asid);
+            index.remove(old.key, old.asid, slot);
             self.globals -= (old.asid == GLOBAL) as u32;
             self.filter.drop_slot(slot);
             Some(TlbEntry { tag: old.key, asid: old.asid, data: old.data })
@@ -1008,7 +1008,7 @@ impl Tlb {
     fn forget(&mut self, slot: u32) {
         let s = slot as usize;
         if let Some(index) = &mut self.index {
-            index.remove(self.slots[s].key, self.slots[s].asid);
+            index.remove(self.slots[s].key, self.slots[s].asid, slot);
         }
         if self.slots[s].asid == GLOBAL {
             self.globals -= 1;
@@ -1190,97 +1190,67 @@ impl Order {
     }
 }
 
-/// Open-addressing (linear probing, backward-shift deletion) map from (key, ASID) to slot, one
-/// 16-byte cell per entry so a probe touches one cache line. The capacity is a power of two and
-/// every position is reduced with `len - 1`, so the compiler can see each index is in bounds.
+/// Map from (key, ASID) to the slot holding that entry: a chained hash table whose chains run
+/// through the slots themselves (`next`), the keys being the slots' own. A lookup reads the
+/// bucket and then the slot, whose data a hit needs anyway; an insertion is two stores, and a
+/// removal (of a known slot: the victim of a fill) unlinks it from a chain of about one. The
+/// bucket count is a power of two, four per entry.
 #[derive(Clone, Debug)]
 struct Index {
-    cells: Box<[Cell]>,
+    /// First slot of each bucket's chain (NIL: empty).
+    heads: Box<[u32]>,
+    /// Next slot in the chain of each slot's bucket (NIL: the last).
+    next: Box<[u32]>,
 }
-
-#[derive(Clone, Copy, Debug)]
-struct Cell {
-    tag: u64,
-    asid: u32,
-    slot: u32,
-}
-
-const EMPTY: Cell = Cell { tag: INVALID, asid: 0, slot: NIL };
 
 impl Index {
     fn new(entries: u32) -> Index {
-        let cap = (entries as usize * 4).next_power_of_two().max(16);
-        Index { cells: vec![EMPTY; cap].into_boxed_slice() }
+        let buckets = (entries as usize * 4).next_power_of_two().max(16);
+        Index { heads: vec![NIL; buckets].into_boxed_slice(), next: vec![NIL; entries as usize].into_boxed_slice() }
     }
 
     #[inline(always)]
-    fn mask(&self) -> usize {
-        self.cells.len() - 1
+    fn bucket(&self, key: u64, asid: u32) -> usize {
+        let h = (key ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & (self.heads.len() - 1)
     }
 
+    /// The slot of (`key`, `asid`) among `slots`.
     #[inline(always)]
-    fn home(&self, tag: u64, asid: u32) -> usize {
-        let h = (tag ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & self.mask()
-    }
-
-    #[inline(always)]
-    fn get(&self, tag: u64, asid: u32) -> Option<u32> {
-        let m = self.mask();
-        let mut i = self.home(tag, asid);
-        loop {
-            let c = self.cells[i & m];
-            if c.tag == tag && c.asid == asid {
-                return Some(c.slot);
+    fn get(&self, key: u64, asid: u32, slots: &[Slot]) -> Option<u32> {
+        let mut s = self.heads[self.bucket(key, asid)];
+        while s != NIL {
+            let e = &slots[s as usize];
+            if e.key == key && e.asid == asid {
+                return Some(s);
             }
-            if c.tag == INVALID {
-                return None;
-            }
-            i = (i + 1) & m;
+            s = self.next[s as usize];
         }
+        None
     }
 
+    /// Enters `slot`, which holds (`key`, `asid`) and is not in the index.
     #[inline(always)]
-    fn insert(&mut self, tag: u64, asid: u32, slot: u32) {
-        let m = self.mask();
-        let mut i = self.home(tag, asid);
-        while self.cells[i & m].tag != INVALID {
-            i = (i + 1) & m;
-        }
-        self.cells[i & m] = Cell { tag, asid, slot };
+    fn insert(&mut self, key: u64, asid: u32, slot: u32) {
+        let b = self.bucket(key, asid);
+        self.next[slot as usize] = self.heads[b];
+        self.heads[b] = slot;
     }
 
+    /// Takes out `slot`, which holds (`key`, `asid`) and is in the index.
     #[inline(always)]
-    fn remove(&mut self, tag: u64, asid: u32) {
-        let m = self.mask();
-        let mut i = self.home(tag, asid);
-        loop {
-            let c = self.cells[i & m];
-            if c.tag == INVALID {
-                return;
-            }
-            if c.tag == tag && c.asid == asid {
-                break;
-            }
-            i = (i + 1) & m;
+    fn remove(&mut self, key: u64, asid: u32, slot: u32) {
+        let b = self.bucket(key, asid);
+        let after = self.next[slot as usize];
+        let mut s = self.heads[b];
+        if s == slot {
+            self.heads[b] = after;
+            return;
         }
-        // Backward-shift deletion keeps probe sequences unbroken without tombstones.
-        let mut hole = i & m;
-        let mut j = (i + 1) & m;
-        loop {
-            let c = self.cells[j & m];
-            if c.tag == INVALID {
-                break;
-            }
-            let home = self.home(c.tag, c.asid);
-            // Move j into the hole if its home does not lie cyclically in (hole, j].
-            if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
-                self.cells[hole & m] = c;
-                hole = j;
-            }
-            j = (j + 1) & m;
+        while self.next[s as usize] != slot {
+            s = self.next[s as usize];
         }
-        self.cells[hole & m] = EMPTY;
+        self.next[s as usize] = after;
     }
 }
 
@@ -1407,7 +1377,8 @@ mod tests {
 
     #[test]
     fn index_survives_churn() {
-        // Exercise backward-shift deletion against a naive model.
+        // Exercise the index's chains (insertions, and removals from the head, middle and end
+        // of a chain) against a naive model.
         let mut t = tlb(128, 128, Policy::Lru);
         let mut x = 12345u64;
         let mut model: Vec<u64> = Vec::new();
