@@ -230,6 +230,9 @@ pub struct Tlb {
     filter: Filter,
     /// Fully associative, LRU, base-page entries: fills take [`Tlb::fill_fa_lru`].
     fa_lru: bool,
+    /// [`Tlb::fa_lru_lookup`], kept up to date by [`Tlb::refresh_fa_lru_lookup`] wherever
+    /// `globals` or `present` change, so a lookup tests one flag.
+    fa_lru_lookup: bool,
 }
 
 /// The two most recently hit translations, answered without touching the arrays.
@@ -381,7 +384,7 @@ impl Tlb {
         };
         let sets = entries / ways;
         let n = entries as usize;
-        Ok(Tlb {
+        let mut tlb = Tlb {
             geometry,
             format,
             sets,
@@ -400,7 +403,10 @@ impl Tlb {
             frames,
             filter: Filter::new(policy),
             fa_lru: sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru && format == Format::Single,
-        })
+            fa_lru_lookup: false,
+        };
+        tlb.refresh_fa_lru_lookup();
+        Ok(tlb)
     }
 
     /// The geometry this TLB was built with.
@@ -504,7 +510,14 @@ impl Tlb {
     /// only base-page entries of no [`GLOBAL`] ASID.
     #[inline(always)]
     fn fa_lru_lookup(&self) -> bool {
-        self.fa_lru && self.globals == 0 && self.present <= 1
+        debug_assert_eq!(self.fa_lru_lookup, self.fa_lru && self.globals == 0 && self.present <= 1);
+        self.fa_lru_lookup
+    }
+
+    /// Sets the flag [`Tlb::fa_lru_lookup`] reads, after `globals` or `present` changed.
+    #[inline(always)]
+    fn refresh_fa_lru_lookup(&mut self) {
+        self.fa_lru_lookup = self.fa_lru && self.globals == 0 && self.present <= 1;
     }
 
     #[inline(never)]
@@ -757,6 +770,7 @@ impl Tlb {
         index.insert(vpn, asid, slot);
         self.slots[s] = Slot { key: vpn, asid, data };
         self.globals += (asid == GLOBAL) as u32;
+        self.refresh_fa_lru_lookup();
         self.order.move_to_head(0, slot);
         // `filter_cover` of a base-page entry: the filter entries of the victim's slot are gone
         // (an empty slot has none), so only those for `vpn` (another process's) are dropped.
@@ -802,6 +816,7 @@ impl Tlb {
         }
         self.size_count[k as usize] += 1;
         self.present |= 1 << k;
+        self.refresh_fa_lru_lookup();
         self.blocks += (data.valid != 0) as u32;
         if let Some(index) = &mut self.index {
             index.insert(key, asid, slot);
@@ -1019,6 +1034,7 @@ impl Tlb {
         if self.size_count[k] == 0 {
             self.present &= !(1 << k);
         }
+        self.refresh_fa_lru_lookup();
         self.filter.drop_slot(slot);
     }
 
@@ -1197,6 +1213,8 @@ impl Order {
 /// bucket count is a power of two, four per entry.
 #[derive(Clone, Debug)]
 struct Index {
+    /// `heads.len() - 1`.
+    mask: usize,
     /// First slot of each bucket's chain (NIL: empty).
     heads: Box<[u32]>,
     /// Next slot in the chain of each slot's bucket (NIL: the last).
@@ -1206,13 +1224,17 @@ struct Index {
 impl Index {
     fn new(entries: u32) -> Index {
         let buckets = (entries as usize * 4).next_power_of_two().max(16);
-        Index { heads: vec![NIL; buckets].into_boxed_slice(), next: vec![NIL; entries as usize].into_boxed_slice() }
+        Index {
+            mask: buckets - 1,
+            heads: vec![NIL; buckets].into_boxed_slice(),
+            next: vec![NIL; entries as usize].into_boxed_slice(),
+        }
     }
 
     #[inline(always)]
     fn bucket(&self, key: u64, asid: u32) -> usize {
         let h = (key ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & (self.heads.len() - 1)
+        (h >> 32) as usize & self.mask
     }
 
     /// The slot of (`key`, `asid`) among `slots`.
