@@ -37,9 +37,9 @@
 //! small. A lookup probes once per entry size present in the TLB (a count is kept per size, so a
 //! TLB holding only base pages probes once): it scans the set when it has at most [`SCAN_WAYS`]
 //! ways and uses a hashed index (tag, size, ASID) -> slot, chained through the slots, for wider
-//! sets, so a 64- or 128-entry fully associative TLB answers in a few nanoseconds. Every replacement policy keeps a
-//! per-set list of slots in insertion (FIFO) or recency (LRU) order; invalid slots sit at its tail
-//! so that every policy fills empty ways before it evicts.
+//! sets, so a 64- or 128-entry fully associative TLB answers in a few nanoseconds. Every
+//! replacement policy keeps a per-set list of slots in insertion (FIFO) or recency (LRU) order;
+//! invalid slots sit at its tail so that every policy fills empty ways before it evicts.
 //!
 //! VPNs must be below 2^58 when entries larger than a base page are used (any 64-bit address with
 //! base pages of 64 bytes or more): the size is folded into the top bits of the lookup key.
