@@ -390,6 +390,20 @@ impl Tally {
         self.spanning(kind, addr, end, shift)
     }
 
+    /// [`Tally::access`] of kind code `k` (`kind as usize`, below 4) and `size >= 1`, as a
+    /// decoder has them.
+    #[inline(always)]
+    pub(crate) fn access_code(&mut self, k: usize, size: u32, addr: u64, shift: u32) -> u64 {
+        debug_assert!(k < 4 && size >= 1);
+        self.by_kind += KIND_ONE[k & 3];
+        let end = addr.wrapping_add(size as u64 - 1);
+        let first = addr >> shift;
+        if first == end >> shift {
+            return first << 1 | (k != 0) as u64;
+        }
+        self.spanning(Kind::ALL[k & 3], addr, end, shift)
+    }
+
     /// [`Tally::access`] of an access that spans pages or runs past the top of the address
     /// space (`end` wrapped round): clipped there, one lookup per page.
     #[cold]

@@ -283,7 +283,7 @@ fn decode_run<S: Sink>(
                 }
             }
             ls[k] = size;
-            if sink.access(i, kind_of(k), size, addr) {
+            if sink.access(i, k, size, addr) {
                 out[i] = Record::Access { kind: kind_of(k), size, addr };
             }
             pos += len;
@@ -309,15 +309,16 @@ fn decode_run<S: Sink>(
 
 /// What the decoder does with each record it decodes for `out[i]`, besides writing it.
 trait Sink {
-    /// Returns whether the access record is to be written.
-    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) -> bool;
+    /// An access of kind code `k` (`Kind as usize`) and `size >= 1`; returns whether its
+    /// record is to be written.
+    fn access(&mut self, i: usize, k: usize, size: u32, addr: u64) -> bool;
     fn event(&mut self, i: usize);
 }
 
 /// Nothing ([`TraceReader::read_batch`]).
 impl Sink for () {
     #[inline(always)]
-    fn access(&mut self, _: usize, _: Kind, _: u32, _: u64) -> bool {
+    fn access(&mut self, _: usize, _: usize, _: u32, _: u64) -> bool {
         true
     }
     #[inline(always)]
@@ -335,8 +336,8 @@ struct Words<'a, const ALL: bool> {
 
 impl<const ALL: bool> Sink for Words<'_, ALL> {
     #[inline(always)]
-    fn access(&mut self, i: usize, kind: Kind, size: u32, addr: u64) -> bool {
-        let w = self.tally.access(kind, size, addr, self.shift);
+    fn access(&mut self, i: usize, k: usize, size: u32, addr: u64) -> bool {
+        let w = self.tally.access_code(k, size, addr, self.shift);
         self.words[i] = w;
         ALL || w == SLOW_WORD
     }
