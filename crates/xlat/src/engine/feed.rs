@@ -94,7 +94,7 @@ pub(crate) fn spawn<'scope, 'env>(
     spec: FeedSpec,
 ) -> Feed<'scope> {
     let FeedSpec { shift, max, threads, all_records } = spec;
-    let poll = polls(threads);
+    let poll = polls_with(threads);
     let (full_tx, batches) = mpsc::sync_channel::<Result<Batch, TraceError>>(4);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
     let truncated = scope.spawn(move || -> bool {
@@ -140,47 +140,55 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Whether a pipeline of `threads` busy threads polls before sleeping: only with a core for
 /// each.
-fn polls(threads: usize) -> bool {
+fn polls_with(threads: usize) -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= threads)
 }
 
-/// Sends `msg` on `tx`, polling up to [`POLL`] (if `poll`) while the channel is full before
-/// waiting asleep. Fails if the receiver is gone.
-fn send<T>(tx: &SyncSender<T>, mut msg: T, poll: bool) -> Result<(), ()> {
-    if poll {
-        let mut start = None;
-        loop {
-            match tx.try_send(msg) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(_)) => return Err(()),
-                Err(TrySendError::Full(m)) => msg = m,
-            }
-            if start.get_or_insert_with(Instant::now).elapsed() > POLL {
-                break;
-            }
-            std::thread::yield_now();
+/// Calls `attempt` until it gives a value, for up to [`POLL`] (yielding the core between
+/// calls); `None` if it never did.
+fn poll<R>(mut attempt: impl FnMut() -> Option<R>) -> Option<R> {
+    let mut start = None;
+    loop {
+        if let Some(r) = attempt() {
+            return Some(r);
         }
+        // The clock only once the first attempt failed (most batches pass at once).
+        if start.get_or_insert_with(Instant::now).elapsed() > POLL {
+            return None;
+        }
+        std::thread::yield_now();
     }
-    tx.send(msg).map_err(|_| ())
+}
+
+/// Sends `msg` on `tx`, polling (if `polls`) while the channel is full before waiting asleep.
+/// Fails if the receiver is gone.
+fn send<T>(tx: &SyncSender<T>, msg: T, polls: bool) -> Result<(), ()> {
+    let mut msg = Some(msg);
+    let mut attempt = || match tx.try_send(msg.take()?) {
+        Ok(()) => Some(Ok(())),
+        Err(TrySendError::Disconnected(_)) => Some(Err(())),
+        Err(TrySendError::Full(m)) => {
+            msg = Some(m);
+            None
+        }
+    };
+    if let Some(r) = if polls { poll(&mut attempt) } else { attempt() } {
+        return r;
+    }
+    tx.send(msg.expect("a full channel gives the message back")).map_err(|_| ())
 }
 
 impl Feed<'_> {
-    /// The next batch, or `None` once the reader has sent its last: polling up to [`POLL`]
-    /// while none is ready, then waiting asleep.
+    /// The next batch, or `None` once the reader has sent its last: polling (if the feed
+    /// polls) while none is ready, then waiting asleep.
     pub(crate) fn next(&self) -> Option<Result<Batch, TraceError>> {
-        if self.poll {
-            let mut start = None;
-            loop {
-                match self.batches.try_recv() {
-                    Ok(b) => return Some(b),
-                    Err(TryRecvError::Disconnected) => return None,
-                    Err(TryRecvError::Empty) => {}
-                }
-                if start.get_or_insert_with(Instant::now).elapsed() > POLL {
-                    break;
-                }
-                std::thread::yield_now();
-            }
+        let attempt = || match self.batches.try_recv() {
+            Ok(b) => Some(Some(b)),
+            Err(TryRecvError::Disconnected) => Some(None),
+            Err(TryRecvError::Empty) => None,
+        };
+        if let Some(r) = if self.poll { poll(attempt) } else { attempt() } {
+            return r;
         }
         self.batches.recv().ok()
     }

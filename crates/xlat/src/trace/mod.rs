@@ -380,14 +380,8 @@ impl Tally {
     /// changes only the count of its kind; the others take [`Tally::spanning`].
     #[inline(always)]
     pub(crate) fn access(&mut self, kind: Kind, size: u32, addr: u64, shift: u32) -> u64 {
-        self.by_kind += KIND_ONE[kind as usize];
-        // An access that wraps round the top of the address space ends on another page.
-        let end = addr.wrapping_add((size as u64).saturating_sub(1));
-        let first = addr >> shift;
-        if first == end >> shift {
-            return first << 1 | kind.is_data() as u64;
-        }
-        self.spanning(kind, addr, end, shift)
+        // A size of 0 (never a record's) ends where one of 1 does.
+        self.access_code(kind as usize, size.max(1), addr, shift)
     }
 
     /// [`Tally::access`] of kind code `k` (`kind as usize`, below 4) and `size >= 1`, as a
@@ -396,6 +390,7 @@ impl Tally {
     pub(crate) fn access_code(&mut self, k: usize, size: u32, addr: u64, shift: u32) -> u64 {
         debug_assert!(k < 4 && size >= 1);
         self.by_kind += KIND_ONE[k & 3];
+        // An access that wraps round the top of the address space ends on another page.
         let end = addr.wrapping_add(size as u64 - 1);
         let first = addr >> shift;
         if first == end >> shift {
