@@ -13,12 +13,19 @@ const GUARD: usize = 128;
 /// thread's decompressor, allocated just before the designs) bounces between the two cores on
 /// every write: the 4-byte array of list heads of a fully associative TLB, in that position,
 /// made whole runs on the real trace 12% slower. The elements sit `GUARD` bytes inside the
-/// allocation, so every line they touch is this allocation's own. The padding holds copies of
-/// the first element and is never read.
+/// allocation, so every line they touch is this allocation's own. The padding holds
+/// default values and is never read.
+///
+/// Indexing takes no bounds check: the index is masked to the next power of two at or above
+/// the length, and the buffer holds that many elements past its leading padding, so every
+/// index reads or writes inside the allocation (an index of `len` or more, which the callers
+/// never make and `debug_assert` catches, reads a padding element).
 #[derive(Clone, Debug)]
 pub(crate) struct Padded<T> {
     buf: Box<[T]>,
     len: usize,
+    /// `len.next_power_of_two() - 1` (0 when empty).
+    mask: usize,
 }
 
 impl<T> Padded<T> {
@@ -26,29 +33,32 @@ impl<T> Padded<T> {
     const PAD: usize = GUARD.div_ceil(if size_of::<T>() == 0 { 1 } else { size_of::<T>() });
 }
 
-impl<T: Clone> From<Vec<T>> for Padded<T> {
+impl<T: Clone + Default> From<Vec<T>> for Padded<T> {
     fn from(v: Vec<T>) -> Padded<T> {
         let len = v.len();
-        let Some(first) = v.first().cloned() else {
-            return Padded { buf: Box::new([]), len: 0 };
-        };
-        let mut buf = Vec::with_capacity(len + 2 * Self::PAD);
-        buf.resize(Self::PAD, first.clone());
+        // Room for every masked index, also when empty (mask 0: one element).
+        let mask = len.max(1).next_power_of_two() - 1;
+        let total = Self::PAD + mask + 1 + Self::PAD;
+        let mut buf = Vec::with_capacity(total);
+        buf.resize(Self::PAD, T::default());
         buf.extend(v);
-        buf.resize(len + 2 * Self::PAD, first);
-        Padded { buf: buf.into_boxed_slice(), len }
+        buf.resize(total, T::default());
+        Padded { buf: buf.into_boxed_slice(), len, mask }
     }
 }
 
-/// Indexing costs what a slice's does: one bounds check (against the padded length), the
-/// padding's offset folded into the address.
+/// Indexing is a mask and a load: the padding's offset is folded into the address.
 impl<T> Index<usize> for Padded<T> {
     type Output = T;
 
     #[inline(always)]
     fn index(&self, i: usize) -> &T {
         debug_assert!(i < self.len);
-        &self.buf[Self::PAD + i]
+        let at = Self::PAD + (i & self.mask);
+        debug_assert!(at < self.buf.len());
+        // SAFETY: `From` made `buf` `PAD + mask + 1 + PAD` elements long, so `PAD + (i & mask)`
+        // is inside it.
+        unsafe { self.buf.get_unchecked(at) }
     }
 }
 
@@ -56,7 +66,10 @@ impl<T> IndexMut<usize> for Padded<T> {
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut T {
         debug_assert!(i < self.len);
-        &mut self.buf[Self::PAD + i]
+        let at = Self::PAD + (i & self.mask);
+        debug_assert!(at < self.buf.len());
+        // SAFETY: as in `index`.
+        unsafe { self.buf.get_unchecked_mut(at) }
     }
 }
 
@@ -75,6 +88,12 @@ mod tests {
             let (first, end) = (&p[0] as *const u32 as usize, &p[n - 1] as *const u32 as usize + 4);
             assert!(first - lo >= GUARD && hi - end >= GUARD, "{n}: {lo:#x} {first:#x} {end:#x} {hi:#x}");
         }
-        assert_eq!(Padded::<u64>::from(Vec::new()).len, 0);
+        let empty = Padded::<u64>::from(Vec::new());
+        assert_eq!((empty.len, empty.mask, empty.buf.len()), (0, 0, 2 * Padded::<u64>::PAD + 1));
+        // Masked indexing stays inside the buffer whatever the index (release builds, where
+        // the debug assertion is off, read a padding element for an out-of-range one).
+        let p = Padded::from(vec![1u32, 2, 3]);
+        assert_eq!(p.mask, 3);
+        assert!(Padded::<u32>::PAD + p.mask < p.buf.len());
     }
 }

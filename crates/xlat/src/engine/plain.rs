@@ -14,7 +14,7 @@ use crate::addr::{Asid, Vpn};
 use crate::config::TlbFormat;
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
-use crate::tlb::FilterRun;
+use crate::tlb::{FaLruMisses, FilterRun};
 use crate::trace::{page_word, Record, SLOW_WORD};
 
 impl System {
@@ -58,6 +58,9 @@ impl System {
     #[inline(always)]
     fn plain_loop(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), (usize, DesignError)> {
         let tlbs = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
+        if tlbs[0] == tlbs[1] && self.structures[tlbs[0]].tlb.is_fa_lru() {
+            return self.plain_loop_fa_lru(records, word, tlbs[0]);
+        }
         // One-page lookups, and those of data references, counted in registers: a count in
         // memory would chain each reference to the previous one's store. They go to
         // `self.lookups` before anything can read it (an event, an error, the batch's end).
@@ -108,6 +111,85 @@ impl System {
         }
         self.add_lookups(&mut n, &mut n_data);
         Ok(())
+    }
+
+    /// [`System::plain_loop`] of a design whose one level-1 TLB `t` (unified) is fully
+    /// associative LRU: while its entries allow it, runs of references go through
+    /// [`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run), hits and the misses whose walk the
+    /// radix table replays from its memo (a base-page PTE found, no addresses kept), and the
+    /// loop here takes the rest one by one.
+    #[inline(always)]
+    fn plain_loop_fa_lru(
+        &mut self,
+        records: &[Record],
+        word: impl Fn(usize) -> u64,
+        t: usize,
+    ) -> Result<(), (usize, DesignError)> {
+        let (mut n, mut n_data) = (0u64, 0u64);
+        let len = records.len();
+        let mut i = 0;
+        while i < len {
+            let asid = self.asid;
+            let tlb = &mut self.structures[t].tlb;
+            // Where the run stops is a miss unless it is a slow word (or the end).
+            let fast = tlb.fa_lru_lookup();
+            if fast {
+                let mut misses = FaLruMisses::default();
+                let mut reads = 0u64;
+                match &self.pt {
+                    PageTable::Radix(r) if !self.rec.keep_addrs => {
+                        let (limit, size) = (self.vpn_limit, self.page_size);
+                        let mut walk = |vpn: u64| {
+                            // `plain_miss` of a memoised walk that finds a base-page PTE.
+                            let (pte, n) = r.memoised(asid, Vpn(vpn)).filter(|(p, _)| p.size == size && vpn < limit)?;
+                            reads += n as u64;
+                            Some(pte)
+                        };
+                        i = tlb.fa_lru_run(asid, &word, i, len, &mut n, &mut n_data, &mut walk, &mut misses);
+                    }
+                    _ => i = tlb.fa_lru_run(asid, &word, i, len, &mut n, &mut n_data, &mut |_| None, &mut misses),
+                }
+                if misses.fills > 0 {
+                    self.count_memoised_misses(t, misses, reads);
+                }
+                if i == len {
+                    break;
+                }
+            }
+            let (r, w) = (i, word(i));
+            i += 1;
+            if w == SLOW_WORD {
+                self.add_lookups(&mut n, &mut n_data);
+                self.plain_record(&records[r], [t, t]).map_err(|e| (r, e))?;
+                continue;
+            }
+            n += 1;
+            n_data += w & 1;
+            let vpn = Vpn(w >> 1);
+            if fast || !self.structures[t].tlb.hits(asid, vpn) {
+                if let Err(e) = self.plain_miss(t, asid, vpn) {
+                    self.add_lookups(&mut n, &mut n_data);
+                    return Err((r, e));
+                }
+            }
+        }
+        self.add_lookups(&mut n, &mut n_data);
+        Ok(())
+    }
+
+    /// Counts, as [`System::plain_miss`] does, the `misses` of level-1 structure `t` that
+    /// [`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run) filled from memoised walks, which read
+    /// `reads` entries in all: each is a walk of depth 0 that found a base-page PTE.
+    #[inline(never)]
+    fn count_memoised_misses(&mut self, t: usize, misses: FaLruMisses, reads: u64) {
+        let s = &mut self.stats;
+        s.tlb[t].misses += misses.fills;
+        s.tlb[t].evictions += misses.evictions;
+        s.walks.count += misses.fills;
+        s.walks.by_depth[0] += misses.fills;
+        self.rec.begin_walk();
+        self.rec.mem_refs += reads;
+        self.rec.cache_lines += reads;
     }
 
     /// Adds the lookups [`System::plain_loop`] counted (`n`, of which `n_data` of data

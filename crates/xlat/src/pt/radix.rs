@@ -354,6 +354,23 @@ impl RadixTable {
         }
     }
 
+    /// The walk of (`asid`, `vpn`) if [`RadixTable::walk`] would replay it from the memo and it
+    /// finds a PTE: the PTE and the entries the walk reads (one reference and one line each),
+    /// which the caller adds to its walk record as the replay would (with no addresses kept).
+    /// Changes nothing; `None` when the walk must be made by [`RadixTable::walk`].
+    #[inline(always)]
+    pub(crate) fn memoised(&self, asid: Asid, vpn: Vpn) -> Option<(Pte, u32)> {
+        let m = self.memo.get(memo_slot(asid, vpn))?;
+        if m.generation == self.generation && m.vpn == vpn.0 && m.asid == asid.0 && m.found {
+            // Only `walk` makes memo entries, past its range and root tests, and every change
+            // of the tree (which alone moves a root) starts a new generation: `walk` would
+            // pass those tests again.
+            debug_assert!(self.tree.in_range(vpn) && self.tree.root(asid) != NIL);
+            return Some((Pte { pfn: Pfn(m.pfn), size: m.size, valid: m.valid }, m.reads));
+        }
+        None
+    }
+
     /// [`RadixTable::walk`] of a table without page-walk caches and with one line per entry
     /// read: replays the memoised walk of (`asid`, `vpn`) if the tree has not changed since it
     /// was made, else walks and memoises it.

@@ -52,6 +52,7 @@ use policy::PolicyState;
 use crate::addr::{Asid, PageSize, Pfn, Vpn};
 use crate::padded::Padded;
 use crate::pt::Pte;
+use crate::trace::SLOW_WORD;
 
 /// Sets with at most this many ways are searched by scanning; wider ones through an index.
 pub const SCAN_WAYS: u32 = 16;
@@ -186,6 +187,14 @@ pub struct Fill {
     /// True if an existing block entry was updated in place (a complete-subblock *subblock
     /// miss*, or a partial-subblock valid-vector update): no entry was allocated.
     pub merged: bool,
+}
+
+/// What [`Tlb::fa_lru_run`] filled: misses, each with one new entry, and the valid entries
+/// they replaced.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FaLruMisses {
+    pub(crate) fills: u64,
+    pub(crate) evictions: u64,
 }
 
 /// One entry's storage.
@@ -506,10 +515,129 @@ impl Tlb {
         self.filter.last = run.last;
     }
 
+    /// True if this is a fully associative LRU TLB of base-page entries (whose lookups may take
+    /// [`Tlb::fa_lru_run`] while [`Tlb::fa_lru_lookup`] holds).
+    #[inline(always)]
+    pub(crate) fn is_fa_lru(&self) -> bool {
+        self.fa_lru
+    }
+
+    /// [`Tlb::hits`] of the base pages `word(i) >> 1`, `word(i + 1) >> 1`, ... of `asid` (page
+    /// words of one unified TLB), each miss followed by [`Tlb::fill`] with the PTE `walk(vpn)`
+    /// gives, for as long as `walk` gives one; counts the lookups (`n`, of which `n_data` have
+    /// the data bit, `word & 1`) and the fills (`misses`). Returns where it stopped: at `len`, at
+    /// a [`SLOW_WORD`] or at a miss that `walk` left to the caller (nothing of it done). Only
+    /// while [`Tlb::fa_lru_lookup`] holds.
+    ///
+    /// The engine's loop of a fully associative LRU TLB on its own, with the filter in registers
+    /// and the arrays borrowed once: each reference is a filter test, and past the filter one
+    /// probe of the index, then on a hit a move to the head of the order list as
+    /// [`Tlb::lookup_fa_lru`] makes it, and on a miss the fill [`Tlb::fill_fa_lru`] makes.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fa_lru_run(
+        &mut self,
+        asid: Asid,
+        word: &impl Fn(usize) -> u64,
+        mut i: usize,
+        len: usize,
+        n: &mut u64,
+        n_data: &mut u64,
+        walk: &mut impl FnMut(u64) -> Option<Pte>,
+        misses: &mut FaLruMisses,
+    ) -> usize {
+        debug_assert!(self.fa_lru_lookup());
+        // A fill here keeps the TLB as `fa_lru_lookup` needs it: a base-page entry of a
+        // process's own ASID, in a TLB without block entries.
+        let fills = self.blocks == 0 && asid.0 != GLOBAL;
+        let shift = self.base.shift() as u8;
+        let mut run = self.filter_run(asid);
+        let Tlb { index, order, slots, filter: f, size_count, present, .. } = self;
+        let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
+        let start = i;
+        let mut data_refs = 0;
+        while i < len {
+            let w = word(i);
+            if w == SLOW_WORD {
+                break;
+            }
+            let vpn = w >> 1;
+            if !run.hit(vpn) {
+                let hit = index.get(vpn, asid.0, slots);
+                let pte = match hit {
+                    Some(_) => None,
+                    None if fills => match walk(vpn) {
+                        Some(pte) => Some(pte),
+                        None => break,
+                    },
+                    None => break,
+                };
+                // `commit_fa_lru` of the run's pending hits.
+                if run.pending[0] | run.pending[1] {
+                    let last = run.last & 1;
+                    if run.pending[1 - last] {
+                        order.move_to_head(0, f.slot[1 - last]);
+                    }
+                    if run.pending[last] {
+                        order.move_to_head(0, f.slot[last]);
+                    }
+                    run.pending = [false; 2];
+                }
+                if let Some(slot) = hit {
+                    // `lookup_fa_lru`'s move and filter entry (in the filter and in the run).
+                    order.move_to_head(0, slot);
+                    let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
+                    f.tag[k] = vpn;
+                    f.asid[k] = asid.0;
+                    f.slot[k] = slot;
+                    f.data[k] = slots[slot as usize].data;
+                    run.tag[k] = vpn;
+                    run.last = k;
+                } else if let Some(pte) = pte {
+                    // `fill_fa_lru` of a process's base-page entry: the tail makes room.
+                    let slot = order.tail(0);
+                    let s = slot as usize;
+                    let old = &slots[s];
+                    if old.key != INVALID {
+                        debug_assert_ne!(old.asid, GLOBAL, "fa_lru_lookup holds only without global entries");
+                        index.remove(old.key, old.asid, slot);
+                        misses.evictions += 1;
+                        for k in 0..2 {
+                            if f.slot[k] == slot {
+                                f.drop_entry(k);
+                                run.tag[k] = INVALID;
+                            }
+                        }
+                    } else {
+                        size_count[0] += 1;
+                        *present |= 1;
+                    }
+                    index.insert(vpn, asid.0, slot);
+                    slots[s] = Slot { key: vpn, asid: asid.0, data: TlbData { pfn: pte.pfn.0, shift, valid: 0 } };
+                    order.tail_to_head(0);
+                    // The filter entries of another process's `vpn` no longer answer.
+                    for k in 0..2 {
+                        if f.tag[k] == vpn {
+                            f.drop_entry(k);
+                            run.tag[k] = INVALID;
+                        }
+                    }
+                    misses.fills += 1;
+                }
+            }
+            data_refs += w & 1;
+            i += 1;
+        }
+        *n += (i - start) as u64;
+        *n_data += data_refs;
+        self.end_filter_run(run);
+        i
+    }
+
     /// True while lookups may take [`Tlb::lookup_fa_lru`]: a fully associative LRU TLB holding
     /// only base-page entries of no [`GLOBAL`] ASID.
     #[inline(always)]
-    fn fa_lru_lookup(&self) -> bool {
+    pub(crate) fn fa_lru_lookup(&self) -> bool {
         debug_assert_eq!(self.fa_lru_lookup, self.fa_lru && self.globals == 0 && self.present <= 1);
         self.fa_lru_lookup
     }
@@ -1167,6 +1295,12 @@ impl Order {
         self.links[self.heads[set as usize] as usize][0]
     }
 
+    /// [`Order::move_to_head`] of the tail of `set`'s list: the head moves one back.
+    #[inline(always)]
+    fn tail_to_head(&mut self, set: u32) {
+        self.heads[set as usize] = self.tail(set);
+    }
+
     /// Takes `slot` (neither the head nor the tail) out of its list and puts it back between
     /// the tail `t` and the head `h`.
     #[inline(always)]
@@ -1211,23 +1345,31 @@ impl Order {
 /// bucket and then the slot, whose data a hit needs anyway; an insertion is two stores, and a
 /// removal (of a known slot: the victim of a fill) unlinks it from a chain of about one. The
 /// bucket count is a power of two, four per entry.
+///
+/// Neither array is bounds-checked: both are a power of two long and indexed under their mask
+/// (a bucket always; a slot, which is below `entries`, to keep every access inside the array).
 #[derive(Clone, Debug)]
 struct Index {
     /// `heads.len() - 1`.
     mask: usize,
     /// First slot of each bucket's chain (NIL: empty).
     heads: Box<[u32]>,
-    /// Next slot in the chain of each slot's bucket (NIL: the last).
+    /// `next.len() - 1`.
+    next_mask: usize,
+    /// Next slot in the chain of each slot's bucket (NIL: the last), `entries` rounded up to
+    /// a power of two long.
     next: Box<[u32]>,
 }
 
 impl Index {
     fn new(entries: u32) -> Index {
         let buckets = (entries as usize * 4).next_power_of_two().max(16);
+        let n = (entries as usize).next_power_of_two();
         Index {
             mask: buckets - 1,
             heads: vec![NIL; buckets].into_boxed_slice(),
-            next: vec![NIL; entries as usize].into_boxed_slice(),
+            next_mask: n - 1,
+            next: vec![NIL; n].into_boxed_slice(),
         }
     }
 
@@ -1237,16 +1379,44 @@ impl Index {
         (h >> 32) as usize & self.mask
     }
 
+    /// The chain head of bucket `b` (from [`Index::bucket`]).
+    #[inline(always)]
+    fn head(&self, b: usize) -> u32 {
+        // SAFETY: `heads.len()` is `mask + 1` (`new`), and `b & mask` is below it.
+        unsafe { *self.heads.get_unchecked(b & self.mask) }
+    }
+
+    #[inline(always)]
+    fn set_head(&mut self, b: usize, slot: u32) {
+        // SAFETY: as in `head`.
+        unsafe { *self.heads.get_unchecked_mut(b & self.mask) = slot }
+    }
+
+    /// The slot after `slot` in its chain.
+    #[inline(always)]
+    fn next(&self, slot: u32) -> u32 {
+        debug_assert!((slot as usize) <= self.next_mask);
+        // SAFETY: `next.len()` is `next_mask + 1` (`new`), and the masked index is below it.
+        unsafe { *self.next.get_unchecked(slot as usize & self.next_mask) }
+    }
+
+    #[inline(always)]
+    fn set_next(&mut self, slot: u32, after: u32) {
+        debug_assert!((slot as usize) <= self.next_mask);
+        // SAFETY: as in `next`.
+        unsafe { *self.next.get_unchecked_mut(slot as usize & self.next_mask) = after }
+    }
+
     /// The slot of (`key`, `asid`) among `slots`.
     #[inline(always)]
     fn get(&self, key: u64, asid: u32, slots: &[Slot]) -> Option<u32> {
-        let mut s = self.heads[self.bucket(key, asid)];
+        let mut s = self.head(self.bucket(key, asid));
         while s != NIL {
             let e = &slots[s as usize];
             if e.key == key && e.asid == asid {
                 return Some(s);
             }
-            s = self.next[s as usize];
+            s = self.next(s);
         }
         None
     }
@@ -1255,24 +1425,24 @@ impl Index {
     #[inline(always)]
     fn insert(&mut self, key: u64, asid: u32, slot: u32) {
         let b = self.bucket(key, asid);
-        self.next[slot as usize] = self.heads[b];
-        self.heads[b] = slot;
+        self.set_next(slot, self.head(b));
+        self.set_head(b, slot);
     }
 
     /// Takes out `slot`, which holds (`key`, `asid`) and is in the index.
     #[inline(always)]
     fn remove(&mut self, key: u64, asid: u32, slot: u32) {
         let b = self.bucket(key, asid);
-        let after = self.next[slot as usize];
-        let mut s = self.heads[b];
+        let after = self.next(slot);
+        let mut s = self.head(b);
         if s == slot {
-            self.heads[b] = after;
+            self.set_head(b, after);
             return;
         }
-        while self.next[s as usize] != slot {
-            s = self.next[s as usize];
+        while self.next(s) != slot {
+            s = self.next(s);
         }
-        self.next[s as usize] = after;
+        self.set_next(s, after);
     }
 }
 
@@ -1335,6 +1505,68 @@ mod tests {
             assert!(!access(&mut t, 0, 1000));
             assert!(t.probe(Asid(0), Vpn(1)).is_none());
             assert!(t.probe(Asid(0), Vpn(0)).is_some());
+        }
+    }
+
+    /// [`Tlb::fa_lru_run`] against [`Tlb::hits`] and [`Tlb::fill`] one reference at a time, on
+    /// runs of two processes over 3, 40 or 200 pages (filter hits, index hits, long runs of
+    /// misses that evict the filter's entries), slow words, and walks that leave some misses
+    /// to the caller.
+    #[test]
+    fn fa_lru_run_equals_lookups_and_fills() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pte = |vpn: u64| Pte { pfn: Pfn(vpn * 3 + 7), size: PageSize::SIZE_4K, valid: 0 };
+        for entries in [32u32, 64] {
+            let mut fast = tlb(entries, entries, Policy::Lru);
+            let mut reference = fast.clone();
+            let (mut fills, mut left) = (0u64, 0u64);
+            for _ in 0..400 {
+                let asid = Asid(1 + rnd(2) as u32);
+                let pages = [3, 40, 200][rnd(3) as usize];
+                let len = rnd(500) as usize;
+                let words: Vec<u64> =
+                    (0..len).map(|_| if rnd(60) == 0 { SLOW_WORD } else { rnd(pages) << 1 | rnd(2) }).collect();
+                let refuse = rnd(2) == 0;
+                let mut i = 0;
+                while i < words.len() {
+                    let (mut n, mut n_data, mut m) = (0, 0, FaLruMisses::default());
+                    let mut walk = |v: u64| (!refuse || v % 5 != 0).then(|| pte(v));
+                    let j =
+                        fast.fa_lru_run(asid, &|k| words[k], i, words.len(), &mut n, &mut n_data, &mut walk, &mut m);
+                    let (mut misses, mut evictions) = (0, 0);
+                    for &w in &words[i..j] {
+                        assert_ne!(w, SLOW_WORD);
+                        if !reference.hits(asid, Vpn(w >> 1)) {
+                            misses += 1;
+                            evictions += reference.fill(asid.0, Vpn(w >> 1), pte(w >> 1)).evicted.is_some() as u64;
+                        }
+                    }
+                    assert_eq!((n, n_data), ((j - i) as u64, words[i..j].iter().map(|w| w & 1).sum()));
+                    assert_eq!((m.fills, m.evictions), (misses, evictions));
+                    fills += misses;
+                    if j == words.len() {
+                        break;
+                    }
+                    // A slow word, or a miss the walk left: both TLBs take it the general way.
+                    let w = words[j];
+                    if w != SLOW_WORD {
+                        left += 1;
+                        for t in [&mut fast, &mut reference] {
+                            assert!(!t.hits(asid, Vpn(w >> 1)));
+                            t.fill(asid.0, Vpn(w >> 1), pte(w >> 1));
+                        }
+                    }
+                    i = j + 1;
+                }
+                assert_eq!(fast.translations(), reference.translations());
+            }
+            assert!(fills > 10_000 && left > 1_000, "{fills} fills, {left} misses left to the caller");
         }
     }
 
