@@ -197,6 +197,7 @@ const CAP: usize = 1 << 18;
 const PAD: usize = 32;
 /// Longest record the fast loop decodes (events: tag + 3 varints of up to 10 bytes).
 const MARGIN: usize = 32;
+const _: () = assert!(MARGIN >= 16, "decode_run reads 16-byte windows");
 
 enum Stop {
     /// Reached the batch size or the end of the safe region.
@@ -260,7 +261,9 @@ fn decode_run<S: Sink>(
             break Stop::Limit;
         }
         start = pos;
-        let w: &[u8; 16] = buf[pos..pos + 16].try_into().unwrap();
+        // SAFETY: `pos < limit` (above) and `buf.len() == limit + MARGIN` with `MARGIN >= 16`,
+        // so the 16 bytes from `pos` are inside `buf`.
+        let w: &[u8; 16] = unsafe { &*(buf.as_ptr().add(pos) as *const [u8; 16]) };
         let t = w[0];
         if t <= tag::ACCESS_MAX {
             let mut len = ACCESS_LEN[(t & 0x7f) as usize] as usize;
