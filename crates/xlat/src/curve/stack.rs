@@ -3,7 +3,10 @@
 //! [`FaStack`] is the fully associative stack: each resident page holds the *stamp* (time) of its
 //! last use, a Fenwick tree counts occupied stamps, and a page's stack distance is the number of
 //! stamps at or after its own. The time axis is compacted when it fills, so memory follows the
-//! footprint (pages and holes), not the trace length. The most recently used pages (up to
+//! footprint (pages and holes), not the trace length. The newest 256 stamps are a bit set
+//! instead (a new stamp is one bit, and a distance to a page used among them is a few population
+//! counts), which joins the tree, in linear time, when the next stamp leaves it. The most
+//! recently used pages (up to
 //! eight) are also kept in a list in recency order: they hold the newest stamps, in any order,
 //! so a reference to one of them is answered by its position in the list, without the tree.
 //!
@@ -53,13 +56,27 @@ type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 /// Pages of a [`FaStack`] answered from a list of the most recent ones, without the tree.
 const LIST: usize = 8;
 
+/// Stamps of a [`FaStack`]'s window (a multiple of 64 and a power of two that divides the
+/// axis's length, 1,024 or more).
+const WINDOW: usize = 256;
+
 /// The exact LRU stack of a fully associative TLB of every size up to `max` entries.
 #[derive(Clone, Debug)]
 pub(crate) struct FaStack {
     /// Page -> stamp of its last use.
     map: KeyMap,
-    /// Fenwick tree over stamps (1-based internally): 1 where a page or a hole holds the stamp.
+    /// Fenwick tree over the stamps below `win_base` (1-based internally): 1 where a page or a
+    /// hole holds the stamp.
     tree: Vec<u32>,
+    /// The newest stamps, `[win_base, win_base + WINDOW)`, as a bit set (1: occupied) instead
+    /// of in the tree: a new stamp is one bit, and a page last used among them finds its
+    /// distance by population counts. When the next stamp leaves the window, the window goes
+    /// into the tree at once (`flush`, linear in its stamps) and moves on.
+    win: [u64; WINDOW / 64],
+    /// A multiple of [`WINDOW`], at or below `now`.
+    win_base: u32,
+    /// Occupied stamps below `win_base` (what the tree counts in all).
+    below: u32,
     /// What holds each stamp: a key, [`HOLE`] or [`EMPTY`].
     owner: Vec<u64>,
     /// Next stamp.
@@ -95,6 +112,9 @@ impl FaStack {
         FaStack {
             map: KeyMap::default(),
             tree: vec![0; cap + 1],
+            win: [0; WINDOW / 64],
+            win_base: 0,
+            below: 0,
             owner: vec![EMPTY; cap],
             now: 0,
             live: 0,
@@ -274,6 +294,16 @@ impl FaStack {
     /// Occupied stamps before `t`.
     #[inline(always)]
     fn prefix(&self, t: u32) -> u32 {
+        if t >= self.win_base {
+            let d = (t - self.win_base) as usize;
+            debug_assert!(d < WINDOW);
+            let (w, b) = (d / 64, d % 64);
+            let mut s = self.below + (self.win[w] & ((1u64 << b) - 1)).count_ones();
+            for (j, x) in self.win.iter().enumerate() {
+                s += if j < w { x.count_ones() } else { 0 };
+            }
+            return s;
+        }
         let mut i = t as usize;
         let mut s = 0;
         while i > 0 {
@@ -283,14 +313,61 @@ impl FaStack {
         s
     }
 
+    /// Marks stamp `t` occupied (`v` = 1) or free (`v` = -1). A stamp past the window is the
+    /// next one (`now`).
     #[inline(always)]
     fn add(&mut self, t: u32, v: i32) {
+        if t >= self.win_base {
+            if (t - self.win_base) as usize >= WINDOW {
+                self.flush();
+                debug_assert!(((t - self.win_base) as usize) < WINDOW, "only the next stamp is past the window");
+            }
+            let d = (t - self.win_base) as usize;
+            let bit = 1u64 << (d % 64);
+            let word = &mut self.win[d / 64 % (WINDOW / 64)];
+            debug_assert_eq!(*word & bit != 0, v < 0, "stamp {t} occupied twice or freed twice");
+            *word ^= bit;
+            return;
+        }
+        self.below = self.below.wrapping_add_signed(v);
         let mut i = t as usize + 1;
         let n = self.tree.len();
         while i < n {
             self.tree[i] = self.tree[i].wrapping_add_signed(v);
             i += i & i.wrapping_neg();
         }
+    }
+
+    /// Puts the window's stamps into the tree and moves the window on: the tree's nodes inside
+    /// the window's indices (zero until now: their ranges hold window stamps alone) are built
+    /// in linear time, each passed on to its parent within the window, and the nodes above,
+    /// whose ranges hold the whole window (ranges are aligned), get its total.
+    #[cold]
+    #[inline(never)]
+    fn flush(&mut self) {
+        let base = self.win_base as usize;
+        let top = base + WINDOW;
+        debug_assert!(base % WINDOW == 0 && top < self.tree.len());
+        let tree = &mut self.tree[..=top];
+        for (w, &x) in self.win.iter().enumerate() {
+            for b in 0..64 {
+                let i = base + 1 + w * 64 + b;
+                tree[i] += ((x >> b) & 1) as u32;
+                let j = i + (i & i.wrapping_neg());
+                if j <= top {
+                    tree[j] += tree[i];
+                }
+            }
+        }
+        let total: u32 = self.win.iter().map(|x| x.count_ones()).sum();
+        let mut j = top + (top & top.wrapping_neg());
+        while j < self.tree.len() {
+            self.tree[j] += total;
+            j += j & j.wrapping_neg();
+        }
+        self.below += total;
+        self.win = [0; WINDOW / 64];
+        self.win_base += WINDOW as u32;
     }
 
     /// Renumbers the occupied stamps from 0 in order (growing the axis if more than half of it
@@ -317,9 +394,17 @@ impl FaStack {
             n += 1;
         }
         debug_assert_eq!(n, self.live);
-        // Linear-time Fenwick build: ones at 1..=n, each node passed on to its parent.
+        // The newest stamps, from the last multiple of WINDOW, go to the window; the tree is built
+        // in linear time: ones at 1..=base, each node passed on to its parent.
+        let base = n / WINDOW as u32 * WINDOW as u32;
+        self.win_base = base;
+        self.win = [0; WINDOW / 64];
+        for d in 0..(n - base) as usize {
+            self.win[d / 64] |= 1 << (d % 64);
+        }
+        self.below = base;
         let mut tree = vec![0u32; cap + 1];
-        tree[1..=n as usize].fill(1);
+        tree[1..=base as usize].fill(1);
         for i in 1..=cap {
             let j = i + (i & i.wrapping_neg());
             if j <= cap {
