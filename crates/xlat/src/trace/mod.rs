@@ -341,7 +341,7 @@ pub fn page_word(r: &Record, shift: u32) -> u64 {
 }
 
 /// The counts of [`TraceCounts::add`] over at most [`Tally::MAX`] records, in registers.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub(crate) struct Tally {
     /// References by kind, 16 bits per kind (kind `k` at bit `16 * k`): one add per
     /// reference, where an indexed count would chain each reference to the previous one's
@@ -388,13 +388,20 @@ impl Tally {
     /// decoder has them.
     #[inline(always)]
     pub(crate) fn access_code(&mut self, k: usize, size: u32, addr: u64, shift: u32) -> u64 {
-        debug_assert!(k < 4 && size >= 1);
-        self.by_kind += KIND_ONE[k & 3];
+        self.access_coded(k, KIND_ONE[k & 3], (k != 0) as u64, size, addr, shift)
+    }
+
+    /// [`Tally::access_code`] given `KIND_ONE[k]` and the data bit (`k != 0`) too, as a
+    /// decoder's table has them.
+    #[inline(always)]
+    pub(crate) fn access_coded(&mut self, k: usize, kind_one: u64, data: u64, size: u32, addr: u64, shift: u32) -> u64 {
+        debug_assert!(k < 4 && size >= 1 && kind_one == KIND_ONE[k] && data == (k != 0) as u64);
+        self.by_kind += kind_one;
         // An access that wraps round the top of the address space ends on another page.
         let end = addr.wrapping_add(size as u64 - 1);
         let first = addr >> shift;
         if first == end >> shift {
-            return first << 1 | (k != 0) as u64;
+            return first << 1 | data;
         }
         self.spanning(Kind::ALL[k & 3], addr, end, shift)
     }

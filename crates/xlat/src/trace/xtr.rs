@@ -112,6 +112,47 @@ static ACCESS_LEN: [u8; 128] = {
     t
 };
 
+/// What an access tag says but its length ([`ACCESS_LEN`]), from one table row: one load per
+/// field, no arithmetic on the tag in the decoding loop.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct TagInfo {
+    /// [`DELTA`] of the tag's delta code: the mask of the delta bytes and the sign.
+    mask: u64,
+    neg: u64,
+    /// What one reference of the tag's kind adds to [`Tally`]'s counts by kind.
+    kind_one: u64,
+    /// All ones if an explicit size follows (bit 6), else 0.
+    pick: u32,
+    /// Where the explicit size byte is if there is one (the tag's length less 1, below 16).
+    size_at: u8,
+    /// Kind code (bits 0-1).
+    k: u8,
+    /// 1 for a data reference (any kind but an instruction fetch), else 0.
+    data: u8,
+}
+
+/// [`TagInfo`] by access tag.
+static TAGS: [TagInfo; 128] = {
+    let mut t = [TagInfo { mask: 0, neg: 0, kind_one: 0, pick: 0, size_at: 0, k: 0, data: 0 }; 128];
+    let mut tag = 0;
+    while tag < 128 {
+        let (mask, neg) = DELTA[(tag >> 2) & 15];
+        let k = tag & 3;
+        t[tag] = TagInfo {
+            mask,
+            neg,
+            kind_one: 1 << (16 * k),
+            pick: if tag & SIZE_FLAG as usize != 0 { u32::MAX } else { 0 },
+            size_at: ACCESS_LEN[tag] - 1,
+            k: k as u8,
+            data: (k != 0) as u8,
+        };
+        tag += 1;
+    }
+    t
+};
+
 /// The decoded header of an xtr stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XtrHeader {
@@ -238,7 +279,8 @@ fn kind_of(k: usize) -> Kind {
 
 /// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room.
 /// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
-/// looked at, and why it stopped.
+/// looked at, why it stopped, and the sink (taken and given back by value, so that its counts
+/// stay in registers).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn decode_run<S: Sink>(
@@ -249,79 +291,108 @@ fn decode_run<S: Sink>(
     last_size: &mut [u32; 4],
     out: &mut [Record],
     n: &mut usize,
-    sink: &mut S,
-) -> (usize, usize, Stop) {
+    mut sink: S,
+) -> (usize, usize, Stop, S) {
     let buf = &buf[..limit + MARGIN];
     let mut la = *last_addr;
     let mut ls = *last_size;
     let mut i = *n;
     let mut start = pos;
-    let stop = loop {
-        if i == out.len() || pos >= limit {
+    let stop = 'run: loop {
+        // Every record is at least one byte long, so while `pos < lim` there is room for it in
+        // `out`: one test a record.
+        let lim = limit.min(pos + (out.len() - i));
+        if pos >= lim {
             break Stop::Limit;
         }
-        start = pos;
-        // SAFETY: `pos < limit` (above) and `buf.len() == limit + MARGIN` with `MARGIN >= 16`,
-        // so the 16 bytes from `pos` are inside `buf`.
-        let w: &[u8; 16] = unsafe { &*(buf.as_ptr().add(pos) as *const [u8; 16]) };
-        let t = w[0];
-        if t <= tag::ACCESS_MAX {
-            let mut len = ACCESS_LEN[(t & 0x7f) as usize] as usize;
-            let k = (t & 3) as usize;
-            let (mask, neg) = DELTA[((t >> 2) & 15) as usize];
-            let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & mask;
-            let addr = la[k].wrapping_add((raw ^ neg).wrapping_sub(neg));
-            la[k] = addr;
-            // The explicit size byte if bit 6 says one follows, else the kind's last size,
-            // picked without a branch (which would mispredict on traces whose sizes vary,
-            // x86 instruction fetches).
-            let explicit = w[(len - 1) & 15] as u32;
-            let pick = (((t >> 6) & 1) as u32).wrapping_neg();
-            let mut size = ls[k] ^ ((ls[k] ^ explicit) & pick);
-            if size == 0 {
-                size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
-                len += 4;
+        while pos < lim {
+            debug_assert!(i < out.len());
+            start = pos;
+            // SAFETY: `pos < limit` (above) and `buf.len() == limit + MARGIN` with `MARGIN >= 16`,
+            // so the 16 bytes from `pos` are inside `buf`.
+            let w: &[u8; 16] = unsafe { &*(buf.as_ptr().add(pos) as *const [u8; 16]) };
+            let t = w[0];
+            if t <= tag::ACCESS_MAX {
+                let info = &TAGS[(t & 0x7f) as usize];
+                // The length by branches for the two commonest shapes (a one-byte forward delta,
+                // with and without a size), else from the byte table: predicted, the branches
+                // let the next record's decoding start before a table is read, which would
+                // chain each record to the previous one's loads.
+                let mut len = match t & 0x7c {
+                    0x44 => 3,
+                    0x04 => 2,
+                    _ => ACCESS_LEN[(t & 0x7f) as usize] as usize,
+                };
+                let k = (info.k & 3) as usize;
+                let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & info.mask;
+                let addr = la[k].wrapping_add((raw ^ info.neg).wrapping_sub(info.neg));
+                la[k] = addr;
+                // The explicit size byte if bit 6 says one follows, else the kind's last size,
+                // picked without a branch (which would mispredict on traces whose sizes vary,
+                // x86 instruction fetches).
+                let explicit = w[(info.size_at & 15) as usize] as u32;
+                let mut size = ls[k] ^ ((ls[k] ^ explicit) & info.pick);
                 if size == 0 {
-                    break Stop::Bad("access of size 0", len);
+                    size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
+                    len += 4;
+                    if size == 0 {
+                        break 'run Stop::Bad("access of size 0", len);
+                    }
                 }
-            }
-            ls[k] = size;
-            if sink.access(i, k, size, addr) {
-                out[i] = Record::Access { kind: kind_of(k), size, addr };
-            }
-            pos += len;
-        } else if t <= tag::THREAD {
-            match decode_event(&buf[pos..pos + MARGIN], t) {
-                Ok((rec, len)) => {
-                    out[i] = rec;
-                    sink.event(i);
-                    pos += len;
+                ls[k] = size;
+                if sink.access(i, info, size, addr) {
+                    if S::FEW {
+                        put(out, i, Record::Access { kind: kind_of(k), size, addr });
+                    } else {
+                        out[i] = Record::Access { kind: kind_of(k), size, addr };
+                    }
                 }
-                Err((m, len)) => break Stop::Bad(m, len),
+                pos += len;
+            } else if t <= tag::THREAD {
+                match decode_event(&buf[pos..pos + MARGIN], t) {
+                    Ok((rec, len)) => {
+                        out[i] = rec;
+                        sink.event(i);
+                        pos += len;
+                    }
+                    Err((m, len)) => break 'run Stop::Bad(m, len),
+                }
+            } else {
+                break 'run Stop::Special;
             }
-        } else {
-            break Stop::Special;
+            i += 1;
         }
-        i += 1;
     };
     *n = i;
     *last_addr = la;
     *last_size = ls;
-    (pos, start, stop)
+    (pos, start, stop, sink)
 }
 
-/// What the decoder does with each record it decodes for `out[i]`, besides writing it.
-trait Sink {
-    /// An access of kind code `k` (`Kind as usize`) and `size >= 1`; returns whether its
+/// Writes `out[i]` out of line: events, and the accesses of the sinks that write few
+/// ([`Sink::FEW`]), so that the loop keeps no pointer into `out`.
+#[cold]
+#[inline(never)]
+fn put(out: &mut [Record], i: usize, r: Record) {
+    out[i] = r;
+}
+
+/// What the decoder does with each record it decodes for `out[i]`, besides writing it. Passed
+/// by value ([`decode_run`]), so a sink is a few plain values.
+trait Sink: Copy {
+    /// Few access records are written (only those [`Sink::access`] asks for).
+    const FEW: bool;
+    /// An access of the kind and tag `info` describes and `size >= 1`; returns whether its
     /// record is to be written.
-    fn access(&mut self, i: usize, k: usize, size: u32, addr: u64) -> bool;
+    fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool;
     fn event(&mut self, i: usize);
 }
 
 /// Nothing ([`TraceReader::read_batch`]).
 impl Sink for () {
+    const FEW: bool = false;
     #[inline(always)]
-    fn access(&mut self, _: usize, _: usize, _: u32, _: u64) -> bool {
+    fn access(&mut self, _: usize, _: &TagInfo, _: u32, _: u64) -> bool {
         true
     }
     #[inline(always)]
@@ -331,22 +402,40 @@ impl Sink for () {
 /// Counts each record and writes its page word ([`TraceReader::read_batch_words`]); writes
 /// every access record if `ALL`, else those whose word is [`SLOW_WORD`] alone
 /// ([`BatchWords::all_records`]).
-struct Words<'a, const ALL: bool> {
-    words: &'a mut [u64],
+/// `SHIFT` is the page shift if not 0 (a constant in the loop: the 4 KiB pages of nearly every
+/// run), else `shift`.
+#[derive(Clone, Copy)]
+struct Words<'a, const ALL: bool, const SHIFT: u32> {
+    /// The words of `out[i]` go to `words[i]`: a slice at least as long as `out` (checked where
+    /// the sink is made), held as a pointer so that the sink is `Copy`.
+    words: *mut u64,
     tally: Tally,
     shift: u32,
+    _words: std::marker::PhantomData<&'a mut [u64]>,
 }
 
-impl<const ALL: bool> Sink for Words<'_, ALL> {
+impl<'a, const ALL: bool, const SHIFT: u32> Words<'a, ALL, SHIFT> {
+    /// A sink for decoding into `out` of at most `words.len()` records.
+    fn new(words: &'a mut [u64], shift: u32) -> Words<'a, ALL, SHIFT> {
+        debug_assert!(SHIFT == 0 || SHIFT == shift);
+        Words { words: words.as_mut_ptr(), tally: Tally::default(), shift, _words: std::marker::PhantomData }
+    }
+}
+
+impl<const ALL: bool, const SHIFT: u32> Sink for Words<'_, ALL, SHIFT> {
+    const FEW: bool = !ALL;
     #[inline(always)]
-    fn access(&mut self, i: usize, k: usize, size: u32, addr: u64) -> bool {
-        let w = self.tally.access_code(k, size, addr, self.shift);
-        self.words[i] = w;
+    fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
+        let shift = if SHIFT != 0 { SHIFT } else { self.shift };
+        let w = self.tally.access_coded(info.k as usize, info.kind_one, info.data as u64, size, addr, shift);
+        // SAFETY: `i < out.len() <= words.len()` ([`Words::new`], `read_batch_words`).
+        unsafe { *self.words.add(i) = w };
         ALL || w == SLOW_WORD
     }
     #[inline(always)]
     fn event(&mut self, i: usize) {
-        self.words[i] = self.tally.event();
+        // SAFETY: as in `access`.
+        unsafe { *self.words.add(i) = self.tally.event() };
     }
 }
 
@@ -661,8 +750,9 @@ impl<R: Read + Send> XtrReader<R> {
             }
             let limit = if self.eof { self.end } else { self.end - MARGIN + 1 };
             let before = *n;
-            let (pos, start, stop) =
-                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, n, sink);
+            let (pos, start, stop, s) =
+                decode_run(&self.buf, self.pos, limit, &mut self.last_addr, &mut self.last_size, out, n, *sink);
+            *sink = s;
             self.pos = pos;
             self.records += (*n - before) as u64;
             if pos > self.end {
@@ -719,12 +809,21 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
         }
         let mut n = 0;
         let (words, shift) = (&mut w.words[..max], w.shift);
-        let (result, tally) = if w.all_records {
-            let mut sink = Words::<true> { words, tally: Tally::default(), shift };
-            (self.decode_into(&mut out[..max], &mut n, &mut sink), sink.tally)
-        } else {
-            let mut sink = Words::<false> { words, tally: Tally::default(), shift };
-            (self.decode_into(&mut out[..max], &mut n, &mut sink), sink.tally)
+        // `out[..max]` and `words` (of length `max`): the sink's bound.
+        let batch = &mut out[..max];
+        let (result, tally) = match (w.all_records, shift) {
+            (true, _) => {
+                let mut sink = Words::<true, 0>::new(words, shift);
+                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+            }
+            (false, 12) => {
+                let mut sink = Words::<false, 12>::new(words, shift);
+                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+            }
+            (false, _) => {
+                let mut sink = Words::<false, 0>::new(words, shift);
+                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+            }
         };
         out.truncate(n);
         w.words.truncate(n);
