@@ -195,6 +195,8 @@ pub struct Fill {
 pub(crate) struct FaLruMisses {
     pub(crate) fills: u64,
     pub(crate) evictions: u64,
+    /// Lookups the filter did not answer (index probes, hits and fills).
+    pub(crate) probes: u64,
 }
 
 /// One entry's storage.
@@ -535,7 +537,7 @@ impl Tlb {
     /// [`Tlb::lookup_fa_lru`] makes it, and on a miss the fill [`Tlb::fill_fa_lru`] makes.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fa_lru_run(
+    pub(crate) fn fa_lru_run<const FILTER_LOOP: bool>(
         &mut self,
         asid: Asid,
         word: &impl Fn(usize) -> u64,
@@ -557,6 +559,32 @@ impl Tlb {
         let start = i;
         let mut data_refs = 0;
         while i < len {
+            if FILTER_LOOP {
+                // Filter hits in a loop of their own, the pending hits as bits in a register. A
+                // slow word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or
+                // INVALID.
+                let [t0, t1] = run.tag;
+                let (mut pending, mut last, from) = (0u32, run.last, i);
+                while i < len {
+                    let w = word(i);
+                    let (d0, d1) = ((w >> 1) ^ t0, (w >> 1) ^ t1);
+                    if d0.min(d1) != 0 {
+                        break;
+                    }
+                    last = (d0 != 0) as usize;
+                    pending |= 1 << last;
+                    data_refs += w & 1;
+                    i += 1;
+                }
+                if i != from {
+                    run.pending[0] |= pending & 1 != 0;
+                    run.pending[1] |= pending & 2 != 0;
+                    run.last = last;
+                }
+                if i >= len {
+                    break;
+                }
+            }
             let w = word(i);
             if w == SLOW_WORD {
                 break;
@@ -624,6 +652,7 @@ impl Tlb {
                     }
                     misses.fills += 1;
                 }
+                misses.probes += 1;
             }
             data_refs += w & 1;
             i += 1;
@@ -1537,8 +1566,14 @@ mod tests {
                 while i < words.len() {
                     let (mut n, mut n_data, mut m) = (0, 0, FaLruMisses::default());
                     let mut walk = |v: u64| (!refuse || v % 5 != 0).then(|| pte(v));
-                    let j =
-                        fast.fa_lru_run(asid, &|k| words[k], i, words.len(), &mut n, &mut n_data, &mut walk, &mut m);
+                    // Either build of the loop, changing from run to run as the engine's choice
+                    // does.
+                    let word = |k: usize| words[k];
+                    let j = if rnd(2) == 0 {
+                        fast.fa_lru_run::<true>(asid, &word, i, words.len(), &mut n, &mut n_data, &mut walk, &mut m)
+                    } else {
+                        fast.fa_lru_run::<false>(asid, &word, i, words.len(), &mut n, &mut n_data, &mut walk, &mut m)
+                    };
                     let (mut misses, mut evictions) = (0, 0);
                     for &w in &words[i..j] {
                         assert_ne!(w, SLOW_WORD);
