@@ -73,6 +73,9 @@ pub(crate) struct FaStack {
     /// distance by population counts. When the next stamp leaves the window, the window goes
     /// into the tree at once (`flush`, linear in its stamps) and moves on.
     win: [u64; WINDOW / 64],
+    /// Occupied stamps in each word of `win` (its population count, kept as bits flip: a
+    /// distance then needs one population count, not one per word).
+    wcnt: [u32; WINDOW / 64],
     /// A multiple of [`WINDOW`], at or below `now`.
     win_base: u32,
     /// Occupied stamps below `win_base` (what the tree counts in all).
@@ -113,6 +116,7 @@ impl FaStack {
             map: KeyMap::default(),
             tree: vec![0; cap + 1],
             win: [0; WINDOW / 64],
+            wcnt: [0; WINDOW / 64],
             win_base: 0,
             below: 0,
             owner: vec![EMPTY; cap],
@@ -243,17 +247,24 @@ impl FaStack {
         self.live += 1;
         self.owner[s as usize] = key;
         if self.holes.is_empty() {
+            if self.limit == 2 && self.len == 2 {
+                // What the general case below does, for the list of two (uniform traces).
+                if self.stamps[0] < self.stamps[1] {
+                    self.swap_list_stamps(0, 1);
+                }
+                self.list[1] = self.list[0];
+                self.stamps[1] = self.stamps[0];
+                self.list[0] = key;
+                self.stamps[0] = s;
+                self.count_list_depth(depth);
+                return;
+            }
             if self.len == self.limit {
                 // The least recent page leaves the list with its oldest stamp.
                 let last = self.limit - 1;
                 let m = (0..self.limit).min_by_key(|&i| self.stamps[i]).expect("a full list");
                 if m != last {
-                    let (km, kl, tm, tl) = (self.list[m], self.list[last], self.stamps[m], self.stamps[last]);
-                    *self.map.get_mut(&km).expect("list pages are mapped") = tl;
-                    *self.map.get_mut(&kl).expect("list pages are mapped") = tm;
-                    self.owner[tl as usize] = km;
-                    self.owner[tm as usize] = kl;
-                    self.stamps.swap(m, last);
+                    self.swap_list_stamps(m, last);
                 }
                 self.len -= 1;
                 self.list[last] = EMPTY;
@@ -264,16 +275,32 @@ impl FaStack {
             self.list[0] = key;
             self.stamps[0] = s;
             self.len += 1;
-            if (3..=LIST as u32).contains(&depth) {
-                self.near += 1;
-            } else {
-                self.far += 1;
-            }
-            if self.near + self.far >= 1024 {
-                self.choose_limit();
-            }
+            self.count_list_depth(depth);
         } else {
             debug_assert_eq!(self.len, 0, "no list while there are holes");
+        }
+    }
+
+    /// Swaps the stamps of list entries `a` and `b` (their pages keep their places).
+    fn swap_list_stamps(&mut self, a: usize, b: usize) {
+        let (ka, kb, ta, tb) = (self.list[a], self.list[b], self.stamps[a], self.stamps[b]);
+        *self.map.get_mut(&ka).expect("list pages are mapped") = tb;
+        *self.map.get_mut(&kb).expect("list pages are mapped") = ta;
+        self.owner[tb as usize] = ka;
+        self.owner[ta as usize] = kb;
+        self.stamps.swap(a, b);
+    }
+
+    /// Counts a reference past the list's top two for the choice of its limit.
+    #[inline(always)]
+    fn count_list_depth(&mut self, depth: u32) {
+        if (3..=LIST as u32).contains(&depth) {
+            self.near += 1;
+        } else {
+            self.far += 1;
+        }
+        if self.near + self.far >= 1024 {
+            self.choose_limit();
         }
     }
 
@@ -299,9 +326,13 @@ impl FaStack {
             debug_assert!(d < WINDOW);
             let (w, b) = (d / 64, d % 64);
             let mut s = self.below + (self.win[w] & ((1u64 << b) - 1)).count_ones();
-            for (j, x) in self.win.iter().enumerate() {
-                s += if j < w { x.count_ones() } else { 0 };
+            for (j, &c) in self.wcnt.iter().enumerate() {
+                s += if j < w { c } else { 0 };
             }
+            debug_assert_eq!(
+                s - self.below - (self.win[w] & ((1u64 << b) - 1)).count_ones(),
+                self.win[..w].iter().map(|x| x.count_ones()).sum::<u32>()
+            );
             return s;
         }
         let mut i = t as usize;
@@ -327,6 +358,8 @@ impl FaStack {
             let word = &mut self.win[d / 64 % (WINDOW / 64)];
             debug_assert_eq!(*word & bit != 0, v < 0, "stamp {t} occupied twice or freed twice");
             *word ^= bit;
+            let c = &mut self.wcnt[d / 64 % (WINDOW / 64)];
+            *c = c.wrapping_add_signed(v);
             return;
         }
         self.below = self.below.wrapping_add_signed(v);
@@ -367,6 +400,7 @@ impl FaStack {
         }
         self.below += total;
         self.win = [0; WINDOW / 64];
+        self.wcnt = [0; WINDOW / 64];
         self.win_base += WINDOW as u32;
     }
 
@@ -402,6 +436,7 @@ impl FaStack {
         for d in 0..(n - base) as usize {
             self.win[d / 64] |= 1 << (d % 64);
         }
+        self.wcnt = self.win.map(|x| x.count_ones());
         self.below = base;
         let mut tree = vec![0u32; cap + 1];
         tree[1..=base as usize].fill(1);

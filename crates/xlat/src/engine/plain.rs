@@ -128,9 +128,9 @@ impl System {
         let (mut n, mut n_data) = (0u64, 0u64);
         let len = records.len();
         let mut i = 0;
-        // References the runs took and the lookups the filter left to the index, for the
+        // References the runs took and the lookups their filter answered, for the
         // choice of the next batch's loop.
-        let (mut run_refs, mut probes) = (0u64, 0u64);
+        let (mut run_refs, mut filter_hits) = (0u64, 0u64);
         let filter_loop = self.fa_filter_loop;
         while i < len {
             let asid = self.asid;
@@ -174,7 +174,7 @@ impl System {
                     }
                 }
                 run_refs += (i - from) as u64;
-                probes += misses.probes;
+                filter_hits += misses.filter_hits;
                 if misses.fills > 0 {
                     self.count_memoised_misses(t, misses, reads);
                 }
@@ -202,7 +202,7 @@ impl System {
         self.add_lookups(&mut n, &mut n_data);
         // The filter loop while the filter answers more than half the lookups.
         if run_refs > 0 {
-            self.fa_filter_loop = 2 * probes < run_refs;
+            self.fa_filter_loop = 2 * filter_hits > run_refs;
         }
         Ok(())
     }

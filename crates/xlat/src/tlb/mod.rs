@@ -195,8 +195,8 @@ pub struct Fill {
 pub(crate) struct FaLruMisses {
     pub(crate) fills: u64,
     pub(crate) evictions: u64,
-    /// Lookups the filter did not answer (index probes, hits and fills).
-    pub(crate) probes: u64,
+    /// Lookups the filter answered.
+    pub(crate) filter_hits: u64,
 }
 
 /// One entry's storage.
@@ -558,6 +558,9 @@ impl Tlb {
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
         let start = i;
         let mut data_refs = 0;
+        // Filter entries made by the run whose ASID and translation are still to be written
+        // (bit `k` for entry `k`).
+        let mut unset = 0u32;
         while i < len {
             if FILTER_LOOP {
                 // Filter hits in a loop of their own, the pending hits as bits in a register. A
@@ -577,6 +580,7 @@ impl Tlb {
                     i += 1;
                 }
                 if i != from {
+                    misses.filter_hits += (i - from) as u64;
                     run.pending[0] |= pending & 1 != 0;
                     run.pending[1] |= pending & 2 != 0;
                     run.last = last;
@@ -616,9 +620,9 @@ impl Tlb {
                     order.move_to_head(0, slot);
                     let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
                     f.tag[k] = vpn;
-                    f.asid[k] = asid.0;
                     f.slot[k] = slot;
-                    f.data[k] = slots[slot as usize].data;
+                    // Its ASID and translation when the run ends (below).
+                    unset |= 1 << k;
                     run.tag[k] = vpn;
                     run.last = k;
                 } else if let Some(pte) = pte {
@@ -652,13 +656,22 @@ impl Tlb {
                     }
                     misses.fills += 1;
                 }
-                misses.probes += 1;
+            } else {
+                misses.filter_hits += 1;
             }
             data_refs += w & 1;
             i += 1;
         }
         *n += (i - start) as u64;
         *n_data += data_refs;
+        // The ASID and translation of the filter entries the run made, from their slots: a
+        // slot refilled since would have dropped its entry.
+        for k in 0..2 {
+            if unset & (1 << k) != 0 && f.tag[k] != INVALID {
+                f.asid[k] = asid.0;
+                f.data[k] = slots[f.slot[k] as usize].data;
+            }
+        }
         self.end_filter_run(run);
         i
     }

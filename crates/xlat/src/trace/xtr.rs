@@ -14,7 +14,9 @@
 //! those bytes follow the tag little-endian, then (if bit 6 is set) the size as one byte, or
 //! `0` and a `u32le` for sizes above 255. Without bit 6 the size repeats the previous size of
 //! that kind. Decoding therefore needs one table lookup and one unaligned 8-byte load per
-//! access, with no loop over varint bytes.
+//! access, with no loop over varint bytes. (The decoder here also takes the length of the two
+//! commonest shapes by branches: a table lookup for the length would chain each record's
+//! position to the previous record's loads.)
 //!
 //! Event records (`0x80..=0x88`) carry LEB128 varints; `0xfe` is a skippable extension record;
 //! `0xff` ends the trace with the number of records, so a truncated file is an error.
