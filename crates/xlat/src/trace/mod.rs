@@ -397,13 +397,13 @@ impl Tally {
     pub(crate) fn access_coded(&mut self, k: usize, kind_one: u64, data: u64, size: u32, addr: u64, shift: u32) -> u64 {
         debug_assert!(k < 4 && size >= 1 && kind_one == KIND_ONE[k] && data == (k != 0) as u64);
         self.by_kind += kind_one;
-        // An access that wraps round the top of the address space ends on another page.
-        let end = addr.wrapping_add(size as u64 - 1);
-        let first = addr >> shift;
-        if first == end >> shift {
-            return first << 1 | data;
+        // Within its page if its offset there plus its size stays in the page (which also
+        // sends an access that wraps round the top of the address space to `spanning`).
+        let mask = (1u64 << shift) - 1;
+        if (addr & mask) + (size as u64 - 1) <= mask {
+            return (addr >> shift) << 1 | data;
         }
-        self.spanning(Kind::ALL[k & 3], addr, end, shift)
+        self.spanning(Kind::ALL[k & 3], addr, addr.wrapping_add(size as u64 - 1), shift)
     }
 
     /// [`Tally::access`] of an access that spans pages or runs past the top of the address
