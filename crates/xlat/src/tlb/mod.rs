@@ -190,7 +190,7 @@ pub struct Fill {
 }
 
 /// What [`Tlb::fa_lru_run`] filled: misses, each with one new entry, and the valid entries
-/// they replaced.
+/// they replaced; and how many lookups its filter answered (for the choice of its build).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FaLruMisses {
     pub(crate) fills: u64,
@@ -535,6 +535,7 @@ impl Tlb {
     /// and the arrays borrowed once: each reference is a filter test, and past the filter one
     /// probe of the index, then on a hit a move to the head of the order list as
     /// [`Tlb::lookup_fa_lru`] makes it, and on a miss the fill [`Tlb::fill_fa_lru`] makes.
+    /// `FILTER_LOOP` only changes how fast: with it, filter hits take a loop of their own.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fa_lru_run<const FILTER_LOOP: bool>(
