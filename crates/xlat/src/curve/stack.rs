@@ -4,10 +4,9 @@
 //! last use, a Fenwick tree counts occupied stamps, and a page's stack distance is the number of
 //! stamps at or after its own. The time axis is compacted when it fills, so memory follows the
 //! footprint (pages and holes), not the trace length. The newest 256 stamps are a bit set
-//! instead (a new stamp is one bit, and a distance to a page used among them is a few population
-//! counts), which joins the tree, in linear time, when the next stamp leaves it. The most
-//! recently used pages (up to
-//! eight) are also kept in a list in recency order: they hold the newest stamps, in any order,
+//! instead, with a count per word (a new stamp is one bit, and a distance to a page used among
+//! them is one population count and a few adds), which joins the tree, in linear time, when
+//! the next stamp leaves it. The most recently used pages (up to eight) are also kept in a list in recency order: they hold the newest stamps, in any order,
 //! so a reference to one of them is answered by its position in the list, without the tree.
 //!
 //! [`SetStacks`] keeps one short stack per set for a given number of sets, as deep as the widest

@@ -595,7 +595,8 @@ impl Tlb {
                 break;
             }
             let vpn = w >> 1;
-            if !run.hit(vpn) {
+            // After the filter loop, `vpn` is no filter hit: the loop stopped at it.
+            if FILTER_LOOP || !run.hit(vpn) {
                 let hit = index.get(vpn, asid.0, slots);
                 let pte = match hit {
                     Some(_) => None,

@@ -343,11 +343,7 @@ fn decode_run<S: Sink>(
                 }
                 ls[k] = size;
                 if sink.access(i, info, size, addr) {
-                    if S::FEW {
-                        put(out, i, Record::Access { kind: kind_of(k), size, addr });
-                    } else {
-                        out[i] = Record::Access { kind: kind_of(k), size, addr };
-                    }
+                    out[i] = Record::Access { kind: kind_of(k), size, addr };
                 }
                 pos += len;
             } else if t <= tag::THREAD {
@@ -371,19 +367,9 @@ fn decode_run<S: Sink>(
     (pos, start, stop, sink)
 }
 
-/// Writes `out[i]` out of line: events, and the accesses of the sinks that write few
-/// ([`Sink::FEW`]), so that the loop keeps no pointer into `out`.
-#[cold]
-#[inline(never)]
-fn put(out: &mut [Record], i: usize, r: Record) {
-    out[i] = r;
-}
-
 /// What the decoder does with each record it decodes for `out[i]`, besides writing it. Passed
 /// by value ([`decode_run`]), so a sink is a few plain values.
 trait Sink: Copy {
-    /// Few access records are written (only those [`Sink::access`] asks for).
-    const FEW: bool;
     /// An access of the kind and tag `info` describes and `size >= 1`; returns whether its
     /// record is to be written.
     fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool;
@@ -392,7 +378,6 @@ trait Sink: Copy {
 
 /// Nothing ([`TraceReader::read_batch`]).
 impl Sink for () {
-    const FEW: bool = false;
     #[inline(always)]
     fn access(&mut self, _: usize, _: &TagInfo, _: u32, _: u64) -> bool {
         true
@@ -425,7 +410,6 @@ impl<'a, const ALL: bool, const SHIFT: u32> Words<'a, ALL, SHIFT> {
 }
 
 impl<const ALL: bool, const SHIFT: u32> Sink for Words<'_, ALL, SHIFT> {
-    const FEW: bool = !ALL;
     #[inline(always)]
     fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
         let shift = if SHIFT != 0 { SHIFT } else { self.shift };
