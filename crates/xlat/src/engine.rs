@@ -71,9 +71,10 @@ pub struct System {
     pt_tlb: usize,
     /// VPNs at or above this are outside the page table's virtual address space.
     vpn_limit: u64,
-    /// Which build of `Tlb::fa_lru_run` the next batch takes (a speed choice only: both do
-    /// the same), from how much of the last batch the filter answered.
-    fa_filter_loop: bool,
+    /// Which build of `Tlb::fa_lru_run` the next batch takes, with its recent-hit filter or
+    /// without (a speed choice only: both do the same), from how many of the last batch's
+    /// lookups the filter answered or would have.
+    fa_filter: bool,
     /// VPN ranges (inclusive) of the `os.global` regions.
     global: Vec<(u64, u64)>,
     pt: PageTable,
@@ -470,7 +471,7 @@ impl System {
                 .into_iter()
                 .map(|(lo, hi)| (lo >> page_size.shift(), hi >> page_size.shift()))
                 .collect(),
-            fa_filter_loop: false,
+            fa_filter: true,
             vpn_limit: if config.page_table.va_bits >= 64 {
                 u64::MAX
             } else {

@@ -197,6 +197,9 @@ pub(crate) struct FaLruMisses {
     pub(crate) evictions: u64,
     /// Lookups the filter answered.
     pub(crate) filter_hits: u64,
+    /// Hits on one of the two most recently used entries (counted by the build without the
+    /// filter, where they stand for the lookups a filter would have answered).
+    pub(crate) recent_hits: u64,
 }
 
 /// One entry's storage.
@@ -531,14 +534,18 @@ impl Tlb {
     /// a [`SLOW_WORD`] or at a miss that `walk` left to the caller (nothing of it done). Only
     /// while [`Tlb::fa_lru_lookup`] holds.
     ///
-    /// The engine's loop of a fully associative LRU TLB on its own, with the filter in registers
-    /// and the arrays borrowed once: each reference is a filter test, and past the filter one
-    /// probe of the index, then on a hit a move to the head of the order list as
-    /// [`Tlb::lookup_fa_lru`] makes it, and on a miss the fill [`Tlb::fill_fa_lru`] makes.
-    /// `FILTER_LOOP` only changes how fast: with it, filter hits take a loop of their own.
+    /// The engine's loop of a fully associative LRU TLB on its own, the arrays borrowed once:
+    /// each reference is one probe of the index (past the filter, if the build has it), then on
+    /// a hit a move to the head of the order list as [`Tlb::lookup_fa_lru`] makes it, and on a
+    /// miss the fill [`Tlb::fill_fa_lru`] makes. `FILTER` only changes how fast. With it, the
+    /// filter is held in registers and its hits take a loop of their own (fast where most
+    /// lookups repeat one of the two pages hit last: real programs). Without it, the run
+    /// commits the filter's pending hits and empties it first, and no lookup tests it (fast
+    /// where fewer do: the filter's upkeep costs more than it saves); hits on the two most
+    /// recent entries are counted instead (`recent_hits`), for the engine's choice.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fa_lru_run<const FILTER_LOOP: bool>(
+    pub(crate) fn fa_lru_run<const FILTER: bool>(
         &mut self,
         asid: Asid,
         word: &impl Fn(usize) -> u64,
@@ -554,6 +561,12 @@ impl Tlb {
         // process's own ASID, in a TLB without block entries.
         let fills = self.blocks == 0 && asid.0 != GLOBAL;
         let shift = self.base.shift() as u8;
+        if !FILTER {
+            // The filter's pending hits go to the list, and it answers nothing: every lookup
+            // of the run updates the list itself.
+            self.commit_fa_lru();
+            self.filter.clear();
+        }
         let mut run = self.filter_run(asid);
         let Tlb { index, order, slots, filter: f, size_count, present, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
@@ -563,7 +576,7 @@ impl Tlb {
         // (bit `k` for entry `k`).
         let mut unset = 0u32;
         while i < len {
-            if FILTER_LOOP {
+            if FILTER {
                 // Filter hits in a loop of their own, the pending hits as bits in a register. A
                 // slow word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or
                 // INVALID.
@@ -596,70 +609,72 @@ impl Tlb {
             }
             let vpn = w >> 1;
             // After the filter loop, `vpn` is no filter hit: the loop stopped at it.
-            if FILTER_LOOP || !run.hit(vpn) {
-                let hit = index.get(vpn, asid.0, slots);
-                let pte = match hit {
-                    Some(_) => None,
-                    None if fills => match walk(vpn) {
-                        Some(pte) => Some(pte),
-                        None => break,
-                    },
+            let hit = index.get(vpn, asid.0, slots);
+            let pte = match hit {
+                Some(_) => None,
+                None if fills => match walk(vpn) {
+                    Some(pte) => Some(pte),
                     None => break,
-                };
-                // `commit_fa_lru` of the run's pending hits.
-                if run.pending[0] | run.pending[1] {
-                    let last = run.last & 1;
-                    if run.pending[1 - last] {
-                        order.move_to_head(0, f.slot[1 - last]);
-                    }
-                    if run.pending[last] {
-                        order.move_to_head(0, f.slot[last]);
-                    }
-                    run.pending = [false; 2];
+                },
+                None => break,
+            };
+            // `commit_fa_lru` of the run's pending hits.
+            if FILTER && run.pending[0] | run.pending[1] {
+                let last = run.last & 1;
+                if run.pending[1 - last] {
+                    order.move_to_head(0, f.slot[1 - last]);
                 }
-                if let Some(slot) = hit {
-                    // `lookup_fa_lru`'s move and filter entry (in the filter and in the run).
-                    order.move_to_head(0, slot);
-                    let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
-                    f.tag[k] = vpn;
-                    f.slot[k] = slot;
-                    // Its ASID and translation when the run ends (below).
-                    unset |= 1 << k;
-                    run.tag[k] = vpn;
-                    run.last = k;
-                } else if let Some(pte) = pte {
-                    // `fill_fa_lru` of a process's base-page entry: the tail makes room.
-                    let slot = order.tail(0);
-                    let s = slot as usize;
-                    let old = &slots[s];
-                    if old.key != INVALID {
-                        debug_assert_ne!(old.asid, GLOBAL, "fa_lru_lookup holds only without global entries");
-                        index.remove(old.key, old.asid, slot);
-                        misses.evictions += 1;
-                        for k in 0..2 {
-                            if f.slot[k] == slot {
-                                f.drop_entry(k);
-                                run.tag[k] = INVALID;
-                            }
-                        }
-                    } else {
-                        size_count[0] += 1;
-                        *present |= 1;
-                    }
-                    index.insert(vpn, asid.0, slot);
-                    slots[s] = Slot { key: vpn, asid: asid.0, data: TlbData { pfn: pte.pfn.0, shift, valid: 0 } };
-                    order.tail_to_head(0);
-                    // The filter entries of another process's `vpn` no longer answer.
+                if run.pending[last] {
+                    order.move_to_head(0, f.slot[last]);
+                }
+                run.pending = [false; 2];
+            }
+            if let Some(slot) = hit {
+                if !FILTER {
+                    misses.recent_hits += order.move_to_head_recent(0, slot) as u64;
+                    data_refs += w & 1;
+                    i += 1;
+                    continue;
+                }
+                // `lookup_fa_lru`'s move and filter entry (in the filter and in the run).
+                order.move_to_head(0, slot);
+                let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
+                f.tag[k] = vpn;
+                f.slot[k] = slot;
+                // Its ASID and translation when the run ends (below).
+                unset |= 1 << k;
+                run.tag[k] = vpn;
+                run.last = k;
+            } else if let Some(pte) = pte {
+                // `fill_fa_lru` of a process's base-page entry: the tail makes room.
+                let slot = order.tail(0);
+                let s = slot as usize;
+                let old = &slots[s];
+                if old.key != INVALID {
+                    debug_assert_ne!(old.asid, GLOBAL, "fa_lru_lookup holds only without global entries");
+                    index.remove(old.key, old.asid, slot);
+                    misses.evictions += 1;
                     for k in 0..2 {
-                        if f.tag[k] == vpn {
+                        if FILTER && f.slot[k] == slot {
                             f.drop_entry(k);
                             run.tag[k] = INVALID;
                         }
                     }
-                    misses.fills += 1;
+                } else {
+                    size_count[0] += 1;
+                    *present |= 1;
                 }
-            } else {
-                misses.filter_hits += 1;
+                index.insert(vpn, asid.0, slot);
+                slots[s] = Slot { key: vpn, asid: asid.0, data: TlbData { pfn: pte.pfn.0, shift, valid: 0 } };
+                order.tail_to_head(0);
+                // The filter entries of another process's `vpn` no longer answer.
+                for k in 0..2 {
+                    if FILTER && f.tag[k] == vpn {
+                        f.drop_entry(k);
+                        run.tag[k] = INVALID;
+                    }
+                }
+                misses.fills += 1;
             }
             data_refs += w & 1;
             i += 1;
@@ -1368,6 +1383,21 @@ impl Order {
             self.relink(slot, t, h);
         }
         self.heads[set as usize] = slot;
+    }
+
+    /// [`Order::move_to_head`], telling whether `slot` was the head or next to it.
+    #[inline(always)]
+    fn move_to_head_recent(&mut self, set: u32, slot: u32) -> bool {
+        let h = self.heads[set as usize];
+        if h == slot {
+            return true;
+        }
+        let [t, second] = self.links[h as usize];
+        if t != slot {
+            self.relink(slot, t, h);
+        }
+        self.heads[set as usize] = slot;
+        second == slot
     }
 
     fn move_to_tail(&mut self, set: u32, slot: u32) {
