@@ -608,7 +608,7 @@ impl Tlb {
                 break;
             }
             let vpn = w >> 1;
-            // After the filter loop, `vpn` is no filter hit: the loop stopped at it.
+            // With the filter, `vpn` is no filter hit: the loop above stopped at it.
             let hit = index.get(vpn, asid.0, slots);
             let pte = match hit {
                 Some(_) => None,
