@@ -608,15 +608,23 @@ impl Tlb {
                 break;
             }
             let vpn = w >> 1;
+            // Counted now, so that the word need not be kept (taken back if the run stops here).
+            data_refs += w & 1;
             // With the filter, `vpn` is no filter hit: the loop above stopped at it.
             let hit = index.get(vpn, asid.0, slots);
             let pte = match hit {
                 Some(_) => None,
                 None if fills => match walk(vpn) {
                     Some(pte) => Some(pte),
-                    None => break,
+                    None => {
+                        data_refs -= w & 1;
+                        break;
+                    }
                 },
-                None => break,
+                None => {
+                    data_refs -= w & 1;
+                    break;
+                }
             };
             // `commit_fa_lru` of the run's pending hits.
             if FILTER && run.pending[0] | run.pending[1] {
@@ -632,7 +640,6 @@ impl Tlb {
             if let Some(slot) = hit {
                 if !FILTER {
                     misses.recent_hits += order.move_to_head_recent(0, slot) as u64;
-                    data_refs += w & 1;
                     i += 1;
                     continue;
                 }
@@ -676,7 +683,6 @@ impl Tlb {
                 }
                 misses.fills += 1;
             }
-            data_refs += w & 1;
             i += 1;
         }
         *n += (i - start) as u64;
