@@ -1423,8 +1423,9 @@ impl Order {
 /// Map from (key, ASID) to the slot holding that entry: a chained hash table whose chains run
 /// through the slots themselves (`next`), the keys being the slots' own. A lookup reads the
 /// bucket and then the slot, whose data a hit needs anyway; an insertion is two stores, and a
-/// removal (of a known slot: the victim of a fill) unlinks it from a chain of about one. The
-/// bucket count is a power of two, four per entry.
+/// removal (of a known slot: the victim of a fill) unlinks it from a chain of about one, in the
+/// bucket the insertion recorded (no hash of the victim's key). The bucket count is a power of
+/// two, four per entry.
 ///
 /// Neither array is bounds-checked: both are a power of two long and indexed under their mask
 /// (a bucket always; a slot, which is below `entries`, to keep every access inside the array).
@@ -1436,9 +1437,9 @@ struct Index {
     heads: Box<[u32]>,
     /// `next.len() - 1`.
     next_mask: usize,
-    /// Next slot in the chain of each slot's bucket (NIL: the last), `entries` rounded up to
-    /// a power of two long.
-    next: Box<[u32]>,
+    /// For each slot, the next slot in the chain of its bucket (NIL: the last) and the bucket,
+    /// `entries` rounded up to a power of two long.
+    next: Box<[[u32; 2]]>,
 }
 
 impl Index {
@@ -1449,7 +1450,7 @@ impl Index {
             mask: buckets - 1,
             heads: vec![NIL; buckets].into_boxed_slice(),
             next_mask: n - 1,
-            next: vec![NIL; n].into_boxed_slice(),
+            next: vec![[NIL, 0]; n].into_boxed_slice(),
         }
     }
 
@@ -1472,19 +1473,32 @@ impl Index {
         unsafe { *self.heads.get_unchecked_mut(b & self.mask) = slot }
     }
 
-    /// The slot after `slot` in its chain.
+    /// The slot after `slot` in its chain, and the chain's bucket.
     #[inline(always)]
-    fn next(&self, slot: u32) -> u32 {
+    fn link(&self, slot: u32) -> [u32; 2] {
         debug_assert!((slot as usize) <= self.next_mask);
         // SAFETY: `next.len()` is `next_mask + 1` (`new`), and the masked index is below it.
         unsafe { *self.next.get_unchecked(slot as usize & self.next_mask) }
     }
 
+    /// The slot after `slot` in its chain.
+    #[inline(always)]
+    fn next(&self, slot: u32) -> u32 {
+        self.link(slot)[0]
+    }
+
+    #[inline(always)]
+    fn set_link(&mut self, slot: u32, link: [u32; 2]) {
+        debug_assert!((slot as usize) <= self.next_mask);
+        // SAFETY: as in `link`.
+        unsafe { *self.next.get_unchecked_mut(slot as usize & self.next_mask) = link }
+    }
+
     #[inline(always)]
     fn set_next(&mut self, slot: u32, after: u32) {
         debug_assert!((slot as usize) <= self.next_mask);
-        // SAFETY: as in `next`.
-        unsafe { *self.next.get_unchecked_mut(slot as usize & self.next_mask) = after }
+        // SAFETY: as in `link`.
+        unsafe { self.next.get_unchecked_mut(slot as usize & self.next_mask)[0] = after }
     }
 
     /// The slot of (`key`, `asid`) among `slots`.
@@ -1505,15 +1519,16 @@ impl Index {
     #[inline(always)]
     fn insert(&mut self, key: u64, asid: u32, slot: u32) {
         let b = self.bucket(key, asid);
-        self.set_next(slot, self.head(b));
+        self.set_link(slot, [self.head(b), b as u32]);
         self.set_head(b, slot);
     }
 
     /// Takes out `slot`, which holds (`key`, `asid`) and is in the index.
     #[inline(always)]
     fn remove(&mut self, key: u64, asid: u32, slot: u32) {
-        let b = self.bucket(key, asid);
-        let after = self.next(slot);
+        let [after, b] = self.link(slot);
+        let b = b as usize;
+        debug_assert_eq!(b, self.bucket(key, asid), "slot {slot} recorded in another bucket");
         let mut s = self.head(b);
         if s == slot {
             self.set_head(b, after);
