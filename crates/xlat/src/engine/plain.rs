@@ -198,7 +198,7 @@ impl System {
         self.add_lookups(&mut n, &mut n_data);
         // The filter while it answers at least 65 % of the lookups; back to it when 75 % hit
         // one of the two most recent entries (a filter answers about those). Measured on
-        // traces from 30 % to 87 %, the two builds cost about the same at 70 %
+        // traces from 1 % to 87 %, the two builds cost about the same at 70 %
         // (docs/performance.md).
         if run_refs > 0 {
             self.fa_filter = if filter { 20 * filter_hits >= 13 * run_refs } else { 4 * recent_hits >= 3 * run_refs };
