@@ -6,8 +6,9 @@
 //! footprint (pages and holes), not the trace length. The newest 256 stamps are a bit set
 //! instead, with a count per word (a new stamp is one bit, and a distance to a page used among
 //! them is one population count and a few adds), which joins the tree, in linear time, when
-//! the next stamp leaves it. The most recently used pages (up to eight) are also kept in a list in recency order: they hold the newest stamps, in any order,
-//! so a reference to one of them is answered by its position in the list, without the tree.
+//! the next stamp leaves it. The most recently used pages (up to eight) are also kept in a list
+//! in recency order: they hold the newest stamps, in any order, so a reference to one of them
+//! is answered by its position in the list, without the tree.
 //!
 //! [`SetStacks`] keeps one short stack per set for a given number of sets, as deep as the widest
 //! associativity asked for at that set count.

@@ -1380,15 +1380,7 @@ impl Order {
 
     #[inline(always)]
     fn move_to_head(&mut self, set: u32, slot: u32) {
-        let h = self.heads[set as usize];
-        if h == slot {
-            return;
-        }
-        let t = self.links[h as usize][0];
-        if t != slot {
-            self.relink(slot, t, h);
-        }
-        self.heads[set as usize] = slot;
+        self.move_to_head_recent(set, slot);
     }
 
     /// [`Order::move_to_head`], telling whether `slot` was the head or next to it.

@@ -381,18 +381,12 @@ impl Tally {
     #[inline(always)]
     pub(crate) fn access(&mut self, kind: Kind, size: u32, addr: u64, shift: u32) -> u64 {
         // A size of 0 (never a record's) ends where one of 1 does.
-        self.access_code(kind as usize, size.max(1), addr, shift)
+        let k = kind as usize;
+        self.access_coded(k, KIND_ONE[k & 3], kind.is_data() as u64, size.max(1), addr, shift)
     }
 
-    /// [`Tally::access`] of kind code `k` (`kind as usize`, below 4) and `size >= 1`, as a
-    /// decoder has them.
-    #[inline(always)]
-    pub(crate) fn access_code(&mut self, k: usize, size: u32, addr: u64, shift: u32) -> u64 {
-        self.access_coded(k, KIND_ONE[k & 3], (k != 0) as u64, size, addr, shift)
-    }
-
-    /// [`Tally::access_code`] given `KIND_ONE[k]` and the data bit (`k != 0`) too, as a
-    /// decoder's table has them.
+    /// [`Tally::access`] of kind code `k` (`kind as usize`, below 4), given `KIND_ONE[k]`, the
+    /// data bit (`k != 0`) and `size >= 1`, as a decoder's table has them.
     #[inline(always)]
     pub(crate) fn access_coded(&mut self, k: usize, kind_one: u64, data: u64, size: u32, addr: u64, shift: u32) -> u64 {
         debug_assert!(k < 4 && size >= 1 && kind_one == KIND_ONE[k] && data == (k != 0) as u64);
