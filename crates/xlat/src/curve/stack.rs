@@ -1,14 +1,16 @@
 //! LRU stack distances: one pass gives the misses of every TLB size at once.
 //!
 //! [`FaStack`] is the fully associative stack: each resident page holds the *stamp* (time) of its
-//! last use, a Fenwick tree counts occupied stamps, and a page's stack distance is the number of
-//! stamps at or after its own. The time axis is compacted when it fills, so memory follows the
-//! footprint (pages and holes), not the trace length. The newest 256 stamps are a bit set
-//! instead, with a count per word (a new stamp is one bit, and a distance to a page used among
-//! them is one population count and a few adds), which joins the tree, in linear time, when
-//! the next stamp leaves it. The most recently used pages (up to eight) are also kept in a list
-//! in recency order: they hold the newest stamps, in any order, so a reference to one of them
-//! is answered by its position in the list, without the tree.
+//! last use, and a page's stack distance is the number of occupied stamps at or after its own.
+//! The occupied stamps are a bit set with a count per word, and a Fenwick tree counts them per
+//! block of 1,024 stamps: a distance is the tree's sum over the blocks before the stamp's, one
+//! vector sum of the word counts before it in its block and one population count; marking a
+//! stamp is one bit, one count and the tree's path (none while the axis is one block). The time
+//! axis is compacted when it fills, so memory follows the footprint (pages and holes), not the
+//! trace length; compacting walks the set bits and rebuilds the counts in place. The most
+//! recently used pages (up to eight) are also kept in a list in recency order: they hold the
+//! newest stamps, in any order, so a reference to one of them is answered by its position in
+//! the list, without the tree.
 //!
 //! [`SetStacks`] keeps one short stack per set for a given number of sets, as deep as the widest
 //! associativity asked for at that set count.
@@ -56,30 +58,24 @@ type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 /// Pages of a [`FaStack`] answered from a list of the most recent ones, without the tree.
 const LIST: usize = 8;
 
-/// Stamps of a [`FaStack`]'s window (a multiple of 64 and a power of two that divides the
-/// axis's length, 1,024 or more).
-const WINDOW: usize = 256;
+/// Words of a [`FaStack`]'s bit set per block of its tree (blocks of 1,024 stamps; the axis's
+/// words are a multiple).
+const BLOCK_WORDS: usize = 16;
 
 /// The exact LRU stack of a fully associative TLB of every size up to `max` entries.
 #[derive(Clone, Debug)]
 pub(crate) struct FaStack {
     /// Page -> stamp of its last use.
     map: KeyMap,
-    /// Fenwick tree over the stamps below `win_base` (1-based internally): 1 where a page or a
-    /// hole holds the stamp.
-    tree: Vec<u32>,
-    /// The newest stamps, `[win_base, win_base + WINDOW)`, as a bit set (1: occupied) instead
-    /// of in the tree: a new stamp is one bit, and a page last used among them finds its
-    /// distance by population counts. When the next stamp leaves the window, the window goes
-    /// into the tree at once (`flush`, linear in its stamps) and moves on.
-    win: [u64; WINDOW / 64],
-    /// Occupied stamps in each word of `win` (its population count, kept as bits flip: a
+    /// The occupied stamps (a page's or a hole's), one bit each, over the whole axis.
+    bits: Vec<u64>,
+    /// Occupied stamps in each word of `bits` (its population count, kept as bits flip: a
     /// distance then needs one population count, not one per word).
-    wcnt: [u32; WINDOW / 64],
-    /// A multiple of [`WINDOW`], at or below `now`.
-    win_base: u32,
-    /// Occupied stamps below `win_base` (what the tree counts in all).
-    below: u32,
+    wcnt: Vec<u8>,
+    /// Fenwick tree (1-based) over blocks of [`BLOCK_WORDS`] words of `bits`: the occupied
+    /// stamps of each block. A distance is the tree's sum over the blocks before the stamp's,
+    /// the counts of the words before it in its block and one population count.
+    tree: Vec<u32>,
     /// What holds each stamp: a key, [`HOLE`] or [`EMPTY`].
     owner: Vec<u64>,
     /// Next stamp.
@@ -114,11 +110,9 @@ impl FaStack {
         let cap = 1024;
         FaStack {
             map: KeyMap::default(),
-            tree: vec![0; cap + 1],
-            win: [0; WINDOW / 64],
-            wcnt: [0; WINDOW / 64],
-            win_base: 0,
-            below: 0,
+            bits: vec![0; cap / 64],
+            wcnt: vec![0; cap / 64],
+            tree: vec![0; cap / 64 / BLOCK_WORDS + 1],
             owner: vec![EMPTY; cap],
             now: 0,
             live: 0,
@@ -321,22 +315,12 @@ impl FaStack {
     /// Occupied stamps before `t`.
     #[inline(always)]
     fn prefix(&self, t: u32) -> u32 {
-        if t >= self.win_base {
-            let d = (t - self.win_base) as usize;
-            debug_assert!(d < WINDOW);
-            let (w, b) = (d / 64, d % 64);
-            let mut s = self.below + (self.win[w] & ((1u64 << b) - 1)).count_ones();
-            for (j, &c) in self.wcnt.iter().enumerate() {
-                s += if j < w { c } else { 0 };
-            }
-            debug_assert_eq!(
-                s - self.below - (self.win[w] & ((1u64 << b) - 1)).count_ones(),
-                self.win[..w].iter().map(|x| x.count_ones()).sum::<u32>()
-            );
-            return s;
-        }
-        let mut i = t as usize;
-        let mut s = 0;
+        let (w, b) = (t as usize / 64, t % 64);
+        let mut s = (self.bits[w] & ((1u64 << b) - 1)).count_ones();
+        let first = w / BLOCK_WORDS * BLOCK_WORDS;
+        let counts: &[u8; BLOCK_WORDS] = self.wcnt[first..first + BLOCK_WORDS].try_into().unwrap();
+        s += sum_before(counts, w - first);
+        let mut i = w / BLOCK_WORDS;
         while i > 0 {
             s += self.tree[i];
             i &= i - 1;
@@ -344,26 +328,15 @@ impl FaStack {
         s
     }
 
-    /// Marks stamp `t` occupied (`v` = 1) or free (`v` = -1). A stamp past the window is the
-    /// next one (`now`).
+    /// Marks stamp `t` occupied (`v` = 1) or free (`v` = -1).
     #[inline(always)]
     fn add(&mut self, t: u32, v: i32) {
-        if t >= self.win_base {
-            if (t - self.win_base) as usize >= WINDOW {
-                self.flush();
-                debug_assert!(((t - self.win_base) as usize) < WINDOW, "only the next stamp is past the window");
-            }
-            let d = (t - self.win_base) as usize;
-            let bit = 1u64 << (d % 64);
-            let word = &mut self.win[d / 64 % (WINDOW / 64)];
-            debug_assert_eq!(*word & bit != 0, v < 0, "stamp {t} occupied twice or freed twice");
-            *word ^= bit;
-            let c = &mut self.wcnt[d / 64 % (WINDOW / 64)];
-            *c = c.wrapping_add_signed(v);
-            return;
-        }
-        self.below = self.below.wrapping_add_signed(v);
-        let mut i = t as usize + 1;
+        let w = t as usize / 64;
+        let bit = 1u64 << (t % 64);
+        debug_assert_eq!(self.bits[w] & bit != 0, v < 0, "stamp {t} occupied twice or freed twice");
+        self.bits[w] ^= bit;
+        self.wcnt[w] = self.wcnt[w].wrapping_add_signed(v as i8);
+        let mut i = w / BLOCK_WORDS + 1;
         let n = self.tree.len();
         while i < n {
             self.tree[i] = self.tree[i].wrapping_add_signed(v);
@@ -371,88 +344,90 @@ impl FaStack {
         }
     }
 
-    /// Puts the window's stamps into the tree and moves the window on: the tree's nodes inside
-    /// the window's indices (zero until now: their ranges hold window stamps alone) are built
-    /// in linear time, each passed on to its parent within the window, and the nodes above,
-    /// whose ranges hold the whole window (ranges are aligned), get its total.
-    #[cold]
-    #[inline(never)]
-    fn flush(&mut self) {
-        let base = self.win_base as usize;
-        let top = base + WINDOW;
-        debug_assert!(base % WINDOW == 0 && top < self.tree.len());
-        let tree = &mut self.tree[..=top];
-        for (w, &x) in self.win.iter().enumerate() {
-            for b in 0..64 {
-                let i = base + 1 + w * 64 + b;
-                tree[i] += ((x >> b) & 1) as u32;
-                let j = i + (i & i.wrapping_neg());
-                if j <= top {
-                    tree[j] += tree[i];
-                }
-            }
-        }
-        let total: u32 = self.win.iter().map(|x| x.count_ones()).sum();
-        let mut j = top + (top & top.wrapping_neg());
-        while j < self.tree.len() {
-            self.tree[j] += total;
-            j += j & j.wrapping_neg();
-        }
-        self.below += total;
-        self.win = [0; WINDOW / 64];
-        self.wcnt = [0; WINDOW / 64];
-        self.win_base += WINDOW as u32;
-    }
-
     /// Renumbers the occupied stamps from 0 in order (growing the axis if more than half of it
-    /// is occupied) and rebuilds the tree.
+    /// is occupied) and rebuilds the bit set and the tree. In place, in time linear in the
+    /// occupied stamps and the axis's words: a stamp's new number is at most its old one.
     #[cold]
     fn compact(&mut self) {
-        let mut cap = self.owner.len();
-        while self.live as usize * 2 > cap {
-            cap *= 2;
-        }
-        let mut owner = vec![EMPTY; cap];
-        let mut holes = BTreeSet::new();
         let mut n = 0u32;
-        for &k in &self.owner[..self.now as usize] {
-            if k == EMPTY {
-                continue;
+        let mut holes = BTreeSet::new();
+        let words = (self.now as usize).div_ceil(64);
+        for w in 0..words {
+            let mut x = self.bits[w];
+            while x != 0 {
+                let t = w * 64 + x.trailing_zeros() as usize;
+                x &= x - 1;
+                let k = self.owner[t];
+                self.owner[n as usize] = k;
+                if k == HOLE {
+                    holes.insert(n);
+                } else {
+                    *self.map.get_mut(&k).expect("owner of a stamp is mapped") = n;
+                }
+                n += 1;
             }
-            owner[n as usize] = k;
-            if k == HOLE {
-                holes.insert(n);
-            } else {
-                *self.map.get_mut(&k).expect("owner of a stamp is mapped") = n;
-            }
-            n += 1;
         }
         debug_assert_eq!(n, self.live);
-        // The newest stamps, from the last multiple of WINDOW, go to the window; the tree is built
-        // in linear time: ones at 1..=base, each node passed on to its parent.
-        let base = n / WINDOW as u32 * WINDOW as u32;
-        self.win_base = base;
-        self.win = [0; WINDOW / 64];
-        for d in 0..(n - base) as usize {
-            self.win[d / 64] |= 1 << (d % 64);
+        self.holes = holes;
+        let mut cap = self.owner.len();
+        while n as usize * 2 > cap {
+            cap *= 2;
         }
-        self.wcnt = self.win.map(|x| x.count_ones());
-        self.below = base;
-        let mut tree = vec![0u32; cap + 1];
-        tree[1..=base as usize].fill(1);
-        for i in 1..=cap {
+        if cap != self.owner.len() {
+            self.owner.resize(cap, EMPTY);
+            self.bits.resize(cap / 64, 0);
+            self.wcnt.resize(cap / 64, 0);
+            self.tree.resize(cap / 64 / BLOCK_WORDS + 1, 0);
+        }
+        // Stamps 0..n occupied: full words, then a partial one; the tree built in linear time
+        // (each node passed on to its parent).
+        let (full, rest) = (n as usize / 64, n % 64);
+        self.bits.fill(0);
+        self.bits[..full].fill(u64::MAX);
+        self.wcnt.fill(0);
+        self.wcnt[..full].fill(64);
+        if rest > 0 {
+            self.bits[full] = (1u64 << rest) - 1;
+            self.wcnt[full] = rest as u8;
+        }
+        let tree = &mut self.tree;
+        tree.fill(0);
+        for (b, c) in self.wcnt.chunks(BLOCK_WORDS).enumerate() {
+            tree[b + 1] = c.iter().map(|&x| x as u32).sum();
+        }
+        let nb = tree.len();
+        for i in 1..nb {
             let j = i + (i & i.wrapping_neg());
-            if j <= cap {
+            if j < nb {
                 tree[j] += tree[i];
             }
         }
-        self.owner = owner;
-        self.tree = tree;
-        self.holes = holes;
         self.now = n;
         for i in 0..self.len {
             self.stamps[i] = self.map[&self.list[i]];
         }
+    }
+}
+
+/// The sum of `counts[..k]` (`k < 16`): a few vector instructions.
+#[inline(always)]
+fn sum_before(counts: &[u8; 16], k: usize) -> u32 {
+    debug_assert!(k < 16);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of `counts`.
+        unsafe {
+            let v = _mm_loadu_si128(counts.as_ptr() as *const __m128i);
+            let lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            let keep = _mm_cmpgt_epi8(_mm_set1_epi8(k as i8), lanes);
+            let sums = _mm_sad_epu8(_mm_and_si128(v, keep), _mm_setzero_si128());
+            (_mm_cvtsi128_si32(sums) + _mm_extract_epi16::<4>(sums)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        counts[..k].iter().map(|&c| c as u32).sum()
     }
 }
 
@@ -640,6 +615,35 @@ mod tests {
             }
         }
         assert!(limits.contains(&2) && limits.contains(&LIST), "limits {limits:?}");
+        let total: u64 = fa.hist.iter().sum();
+        for (&c, &m) in sizes.iter().zip(&misses) {
+            let hits: u64 = fa.hist[1..=c].iter().sum();
+            assert_eq!(total - hits, m, "FA size {c}");
+        }
+    }
+
+    #[test]
+    fn fa_matches_plain_lru_over_an_axis_of_several_blocks() {
+        // A footprint of thousands of pages: the axis grows to several blocks of the tree, and
+        // distances cross them (uniform references, with invalidations and their holes).
+        let sizes = [1usize, 64, 700, 1500, 2999];
+        let mut fa = FaStack::new(3000);
+        let mut refs: Vec<Lru> = sizes.iter().map(|&c| Lru { cap: c, v: Vec::new() }).collect();
+        let mut misses = vec![0u64; sizes.len()];
+        let mut st = 99u64;
+        for i in 0..30_000u64 {
+            let key = rng(&mut st) % 2500;
+            if i % 89 == 0 {
+                fa.invalidate(key);
+                refs.iter_mut().for_each(|l| l.invalidate(key));
+                continue;
+            }
+            fa.access(key);
+            for (l, m) in refs.iter_mut().zip(&mut misses) {
+                *m += !l.access(key) as u64;
+            }
+        }
+        assert!(fa.tree.len() > 4, "an axis of {} blocks", fa.tree.len() - 1);
         let total: u64 = fa.hist.iter().sum();
         for (&c, &m) in sizes.iter().zip(&misses) {
             let hits: u64 = fa.hist[1..=c].iter().sum();
