@@ -5,6 +5,8 @@
 //! stays constant whatever the trace length.
 
 use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH, SLOW_WORD};
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -63,8 +65,11 @@ impl Batch {
 
 /// The simulation's end of a reader thread.
 pub(crate) struct Feed<'scope> {
-    /// Batches in trace order, or the error that stopped the reader ([`Feed::next`]).
-    batches: Receiver<Result<Batch, TraceError>>,
+    /// Bundles of batches in trace order, or the error that stopped the reader
+    /// ([`Feed::next`]).
+    batches: Receiver<Result<Vec<Batch>, TraceError>>,
+    /// The rest of the bundle received last.
+    ready: RefCell<VecDeque<Batch>>,
     /// Whether to poll before sleeping (see [`POLL`]).
     poll: bool,
     /// Used batches go back here to be refilled.
@@ -95,36 +100,53 @@ pub(crate) fn spawn<'scope, 'env>(
 ) -> Feed<'scope> {
     let FeedSpec { shift, max, threads, all_records } = spec;
     let poll = polls_with(threads);
-    let (full_tx, batches) = mpsc::sync_channel::<Result<Batch, TraceError>>(4);
+    let bundle = if poll { 1 } else { BUNDLE };
+    let (full_tx, batches) = mpsc::sync_channel::<Result<Vec<Batch>, TraceError>>(4);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
     let truncated = scope.spawn(move || -> bool {
-        loop {
+        let mut out = Vec::with_capacity(bundle);
+        // Sends the bundle made so far (if any); false if the simulation stopped.
+        let flush = |out: &mut Vec<Batch>| out.is_empty() || send(&full_tx, Ok(std::mem::take(out)), poll).is_ok();
+        let more = loop {
             let mut b = empty_rx.try_recv().unwrap_or_else(|_| Batch::new());
             if counts.references == max {
                 // At the limit: is there more trace?
-                return matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0);
+                break matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0);
             }
             b.before = counts;
             match read_counted(reader, &mut b, &mut counts, shift, max, all_records) {
-                Ok(None) => return false,
+                Ok(None) => break false,
                 Ok(Some(cut)) => {
                     b.after = counts;
-                    if send(&full_tx, Ok(b), poll).is_err() {
-                        return false; // the simulation stopped
-                    }
+                    out.push(b);
                     if cut {
-                        return true;
+                        break true;
+                    }
+                    if out.len() == bundle {
+                        if !flush(&mut out) {
+                            return false; // the simulation stopped
+                        }
+                        out.reserve(bundle);
                     }
                 }
                 Err(e) => {
-                    let _ = full_tx.send(Err(e));
+                    if flush(&mut out) {
+                        let _ = full_tx.send(Err(e));
+                    }
                     return false;
                 }
             }
-        }
+        };
+        flush(&mut out);
+        more
     });
-    Feed { batches, poll, recycle, truncated }
+    Feed { batches, ready: RefCell::new(VecDeque::new()), poll, recycle, truncated }
 }
+
+/// Batches a reader sends at once to a simulation that does not poll (more threads than cores):
+/// each handoff that finds the other thread asleep costs a wake-up and two context switches,
+/// so they are made once per bundle, not once per batch.
+pub(crate) const BUNDLE: usize = 8;
 
 /// How long the reader and the simulation each wait for the other by polling before they
 /// sleep. Each batch passes from one thread to the other, and a thread that sleeps must be
@@ -182,15 +204,31 @@ impl Feed<'_> {
     /// The next batch, or `None` once the reader has sent its last: polling (if the feed
     /// polls) while none is ready, then waiting asleep.
     pub(crate) fn next(&self) -> Option<Result<Batch, TraceError>> {
+        let mut ready = self.ready.borrow_mut();
+        if let Some(b) = ready.pop_front() {
+            return Some(Ok(b));
+        }
         let attempt = || match self.batches.try_recv() {
             Ok(b) => Some(Some(b)),
             Err(TryRecvError::Disconnected) => Some(None),
             Err(TryRecvError::Empty) => None,
         };
-        if let Some(r) = if self.poll { poll(attempt) } else { attempt() } {
-            return r;
+        let bundle = match if self.poll { poll(attempt) } else { attempt() } {
+            Some(r) => r,
+            None => self.batches.recv().ok(),
+        }?;
+        match bundle {
+            Ok(bundle) => {
+                ready.extend(bundle);
+                ready.pop_front().map(Ok)
+            }
+            Err(e) => Some(Err(e)),
         }
-        self.batches.recv().ok()
+    }
+
+    /// Whether the feed polls (see [`POLL`]): a core for each of its threads.
+    pub(crate) fn polls(&self) -> bool {
+        self.poll
     }
 }
 

@@ -57,20 +57,30 @@ pub(super) fn run_shares(
         let mut mine = shares.next().unwrap_or_default();
         let mut workers = Vec::new();
         for mut theirs in shares {
-            let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(4);
+            let (tx, rx) = mpsc::sync_channel::<Vec<Arc<Batch>>>(2);
             workers.push(tx);
             scope.spawn(move || {
-                for b in rx.iter() {
-                    process_share(theirs.iter_mut().map(|s| &mut **s), &b, shift);
+                for bundle in rx.iter() {
+                    for b in bundle {
+                        process_share(theirs.iter_mut().map(|s| &mut **s), &b, shift);
+                    }
                 }
             });
         }
+        // Batches go to the workers in bundles, as the feed sends them (`feed::BUNDLE`), unless
+        // every thread has a core and polls.
+        let bundle = if feed.polls() { 1 } else { feed::BUNDLE };
+        let mut pending = Vec::with_capacity(bundle);
         let mut in_flight = VecDeque::new();
         for batch in batches {
             let shared = Arc::new(batch?);
-            for w in &workers {
-                // A worker only stops when its channel closes, after this loop.
-                let _ = w.send(Arc::clone(&shared));
+            pending.push(Arc::clone(&shared));
+            if pending.len() == bundle {
+                for w in &workers {
+                    // A worker only stops when its channel closes, after this loop.
+                    let _ = w.send(pending.clone());
+                }
+                pending.clear();
             }
             process_share(mine.iter_mut().map(|s| &mut **s), &shared, shift);
             last = shared.after;
@@ -87,6 +97,11 @@ pub(super) fn run_shares(
                         break;
                     }
                 }
+            }
+        }
+        if !pending.is_empty() {
+            for w in &workers {
+                let _ = w.send(pending.clone());
             }
         }
         drop(workers);
