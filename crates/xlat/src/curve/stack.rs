@@ -488,12 +488,48 @@ impl SetStacks {
 
     #[inline(always)]
     pub(crate) fn access(&mut self, key: u64) {
-        let set = self.set_of(key);
-        let s = &mut self.slots[set * self.depth..(set + 1) * self.depth];
-        if s[0] == key {
+        if self.slots[self.set_of(key) * self.depth] == key {
             self.hist[1] += 1;
             return;
         }
+        if self.holes == 0 {
+            // Below the top, the common depths without a branch on where the key is (a random
+            // trace's depth is a guess): a fixed-length search and shift, as conditional moves.
+            match self.depth {
+                8 => return self.access_fixed::<8>(key),
+                4 => return self.access_fixed::<4>(key),
+                2 => return self.access_fixed::<2>(key),
+                _ => {}
+            }
+        }
+        self.access_any(key)
+    }
+
+    /// [`SetStacks::access`] in sets `D` deep without holes, of a key not at the top of its set.
+    #[inline(always)]
+    fn access_fixed<const D: usize>(&mut self, key: u64) {
+        debug_assert!(self.depth == D && self.holes == 0);
+        let set = self.set_of(key);
+        let s: &mut [u64; D] = (&mut self.slots[set * D..(set + 1) * D]).try_into().expect("sets of D slots");
+        debug_assert_ne!(s[0], key);
+        let mut pos = D;
+        for j in (1..D).rev() {
+            pos = if s[j] == key { j } else { pos };
+        }
+        self.hist[pos + 1] += 1;
+        // `copy_within(0..end, 1)` with `end` the key's position (the last slot for a miss).
+        let end = pos.min(D - 1);
+        for j in (1..D).rev() {
+            s[j] = if j <= end { s[j - 1] } else { s[j] };
+        }
+        s[0] = key;
+    }
+
+    /// [`SetStacks::access`] of a key not at the top of its set.
+    #[inline(always)]
+    fn access_any(&mut self, key: u64) {
+        let set = self.set_of(key);
+        let s = &mut self.slots[set * self.depth..(set + 1) * self.depth];
         let pos = s.iter().position(|&k| k == key);
         let end = pos.unwrap_or(self.depth);
         self.hist[end + 1] += 1;
@@ -648,6 +684,41 @@ mod tests {
         for (&c, &m) in sizes.iter().zip(&misses) {
             let hits: u64 = fa.hist[1..=c].iter().sum();
             assert_eq!(total - hits, m, "FA size {c}");
+        }
+    }
+
+    #[test]
+    fn set_stacks_of_each_depth_match_plain_lru() {
+        // The depths with a search and shift of their own (2, 4, 8) and others, 16 sets, with
+        // a phase of invalidations in the middle: their holes take the general path until
+        // they are gone.
+        for depth in [1usize, 2, 3, 4, 8] {
+            let mut sets = SetStacks::new(16, depth as u32);
+            let mut set_refs: Vec<Vec<Lru>> =
+                (1..=depth).map(|w| (0..16).map(|_| Lru { cap: w, v: Vec::new() }).collect()).collect();
+            let mut set_misses = vec![0u64; depth];
+            let (mut st, mut total, mut holes_seen) = (depth as u64 * 31, 0u64, false);
+            for i in 0..20_000u64 {
+                let r = rng(&mut st);
+                // Uniform over 300 pages, or one of 40 (hits at every depth).
+                let key = if r % 4 == 0 { (r >> 8) % 300 } else { (r >> 8) % 40 };
+                if (8_000..9_000).contains(&i) && i % 37 == 0 {
+                    sets.invalidate_where(|k| k == key);
+                    set_refs.iter_mut().for_each(|w| w[(key & 15) as usize].invalidate(key));
+                    continue;
+                }
+                holes_seen |= sets.holes > 0;
+                sets.access(key);
+                total += 1;
+                for (w, m) in set_refs.iter_mut().zip(&mut set_misses) {
+                    *m += !w[(key & 15) as usize].access(key) as u64;
+                }
+            }
+            assert!(holes_seen && sets.holes == 0, "depth {depth}: holes {}", sets.holes);
+            for (w, &m) in set_misses.iter().enumerate() {
+                let hits: u64 = sets.hist[1..=w + 1].iter().sum();
+                assert_eq!(total - hits, m, "16 sets x {} ways, depth {depth}", w + 1);
+            }
         }
     }
 
