@@ -651,10 +651,15 @@ mod tests {
             }
         }
         assert!(limits.contains(&2) && limits.contains(&LIST), "limits {limits:?}");
+        assert_misses(&fa, &sizes, &misses, "");
+    }
+
+    /// The stack's misses of each fully associative size in `sizes` are `misses`.
+    fn assert_misses(fa: &FaStack, sizes: &[usize], misses: &[u64], what: &str) {
         let total: u64 = fa.hist.iter().sum();
-        for (&c, &m) in sizes.iter().zip(&misses) {
+        for (&c, &m) in sizes.iter().zip(misses) {
             let hits: u64 = fa.hist[1..=c].iter().sum();
-            assert_eq!(total - hits, m, "FA size {c}");
+            assert_eq!(total - hits, m, "{what}FA size {c}");
         }
     }
 
@@ -680,11 +685,7 @@ mod tests {
             }
         }
         assert!(fa.tree.len() > 4, "an axis of {} blocks", fa.tree.len() - 1);
-        let total: u64 = fa.hist.iter().sum();
-        for (&c, &m) in sizes.iter().zip(&misses) {
-            let hits: u64 = fa.hist[1..=c].iter().sum();
-            assert_eq!(total - hits, m, "FA size {c}");
-        }
+        assert_misses(&fa, &sizes, &misses, "");
     }
 
     #[test]
@@ -757,11 +758,8 @@ mod tests {
                     fa.compact();
                 }
             }
+            assert_misses(&fa, &sizes, &misses, &format!("seed {seed}: "));
             let total: u64 = fa.hist.iter().sum();
-            for (&c, &m) in sizes.iter().zip(&misses) {
-                let hits: u64 = fa.hist[1..=c].iter().sum();
-                assert_eq!(total - hits, m, "seed {seed}: FA size {c}");
-            }
             for (w, &m) in set_misses.iter().enumerate() {
                 let hits: u64 = sets.hist[1..=w + 1].iter().sum();
                 assert_eq!(total - hits, m, "seed {seed}: 4 sets x {} ways", w + 1);
