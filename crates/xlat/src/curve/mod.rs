@@ -677,9 +677,9 @@ pub fn curve(
             }
             counts = batch.after;
             progress(counts.references);
-            let _ = feed.recycle.send(batch);
+            feed.recycle(batch);
         }
-        Ok(feed.truncated.join().unwrap_or(false))
+        Ok(feed.finish())
     })?;
     let curves = lanes.into_iter().map(|l| l.finish(&pairs)).collect();
     Ok(CurveResult { trace: counts, reader: reader.stats(), truncated_by_limit: truncated, curves })

@@ -63,19 +63,36 @@ impl Batch {
     }
 }
 
-/// The simulation's end of a reader thread.
-pub(crate) struct Feed<'scope> {
-    /// Bundles of batches in trace order, or the error that stopped the reader
-    /// ([`Feed::next`]).
-    batches: Receiver<Result<Vec<Batch>, TraceError>>,
-    /// The rest of the bundle received last.
-    ready: RefCell<VecDeque<Batch>>,
-    /// Whether to poll before sleeping (see [`POLL`]).
-    poll: bool,
-    /// Used batches go back here to be refilled.
-    pub(crate) recycle: Sender<Batch>,
-    /// True if the reference limit cut the trace (there was more).
-    pub(crate) truncated: ScopedJoinHandle<'scope, bool>,
+/// The simulation's end of a reader thread ([`spawn`]), or a reader called in place
+/// ([`inline`]).
+pub(crate) struct Feed<'scope>(Source<'scope>);
+
+enum Source<'scope> {
+    Thread {
+        /// Bundles of batches in trace order, or the error that stopped the reader
+        /// ([`Feed::next`]).
+        batches: Receiver<Result<Vec<Batch>, TraceError>>,
+        /// The rest of the bundle received last.
+        ready: RefCell<VecDeque<Batch>>,
+        /// Whether to poll before sleeping (see [`POLL`]).
+        poll: bool,
+        /// Used batches go back here to be refilled.
+        recycle: Sender<Batch>,
+        /// True if the reference limit cut the trace (there was more).
+        truncated: ScopedJoinHandle<'scope, bool>,
+    },
+    Inline(RefCell<Inline<'scope>>),
+}
+
+/// A feed that reads on the thread that asks for batches.
+struct Inline<'a> {
+    reader: &'a mut dyn TraceReader,
+    counts: TraceCounts,
+    spec: FeedSpec,
+    /// Used batches, to be refilled.
+    pool: Vec<Batch>,
+    /// Once the trace has ended (or failed): whether the reference limit cut it.
+    end: Option<bool>,
 }
 
 /// What a reader thread makes.
@@ -140,7 +157,47 @@ pub(crate) fn spawn<'scope, 'env>(
         flush(&mut out);
         more
     });
-    Feed { batches, ready: RefCell::new(VecDeque::new()), poll, recycle, truncated }
+    Feed(Source::Thread { batches, ready: RefCell::new(VecDeque::new()), poll, recycle, truncated })
+}
+
+/// A feed of `reader` read in place by [`Feed::next`], as `spec` says (its `threads` unused);
+/// counts go on from `counts`. For runs with no core to spare for a reader thread: its work
+/// then takes no core from a simulation thread and no batch waits on a wake-up.
+pub(crate) fn inline(reader: &mut dyn TraceReader, counts: TraceCounts, spec: FeedSpec) -> Feed<'_> {
+    Feed(Source::Inline(RefCell::new(Inline { reader, counts, spec, pool: Vec::new(), end: None })))
+}
+
+impl Inline<'_> {
+    /// What the reader thread of [`spawn`] does for one batch.
+    fn next(&mut self) -> Option<Result<Batch, TraceError>> {
+        if self.end.is_some() {
+            return None;
+        }
+        let FeedSpec { shift, max, all_records, .. } = self.spec;
+        let mut b = self.pool.pop().unwrap_or_else(Batch::new);
+        if self.counts.references == max {
+            self.end = Some(matches!(self.reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
+            return None;
+        }
+        b.before = self.counts;
+        match read_counted(self.reader, &mut b, &mut self.counts, shift, max, all_records) {
+            Ok(None) => {
+                self.end = Some(false);
+                None
+            }
+            Ok(Some(cut)) => {
+                b.after = self.counts;
+                if cut {
+                    self.end = Some(true);
+                }
+                Some(Ok(b))
+            }
+            Err(e) => {
+                self.end = Some(false);
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 /// Batches a reader sends at once to a simulation that does not poll (more threads than cores):
@@ -162,7 +219,7 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Whether a pipeline of `threads` busy threads polls before sleeping: only with a core for
 /// each.
-fn polls_with(threads: usize) -> bool {
+pub(crate) fn polls_with(threads: usize) -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= threads)
 }
 
@@ -204,18 +261,22 @@ impl Feed<'_> {
     /// The next batch, or `None` once the reader has sent its last: polling (if the feed
     /// polls) while none is ready, then waiting asleep.
     pub(crate) fn next(&self) -> Option<Result<Batch, TraceError>> {
-        let mut ready = self.ready.borrow_mut();
+        let (batches, ready, poll) = match &self.0 {
+            Source::Thread { batches, ready, poll, .. } => (batches, ready, *poll),
+            Source::Inline(i) => return i.borrow_mut().next(),
+        };
+        let mut ready = ready.borrow_mut();
         if let Some(b) = ready.pop_front() {
             return Some(Ok(b));
         }
-        let attempt = || match self.batches.try_recv() {
+        let attempt = || match batches.try_recv() {
             Ok(b) => Some(Some(b)),
             Err(TryRecvError::Disconnected) => Some(None),
             Err(TryRecvError::Empty) => None,
         };
-        let bundle = match if self.poll { poll(attempt) } else { attempt() } {
+        let bundle = match if poll { self::poll(attempt) } else { attempt() } {
             Some(r) => r,
-            None => self.batches.recv().ok(),
+            None => batches.recv().ok(),
         }?;
         match bundle {
             Ok(bundle) => {
@@ -226,9 +287,32 @@ impl Feed<'_> {
         }
     }
 
-    /// Whether the feed polls (see [`POLL`]): a core for each of its threads.
+    /// Whether the feed polls (see [`POLL`]): a reader thread, and a core for each of the
+    /// run's threads.
     pub(crate) fn polls(&self) -> bool {
-        self.poll
+        matches!(self.0, Source::Thread { poll: true, .. })
+    }
+
+    /// Gives a used batch back to be refilled.
+    pub(crate) fn recycle(&self, b: Batch) {
+        match &self.0 {
+            Source::Thread { recycle, .. } => {
+                let _ = recycle.send(b);
+            }
+            Source::Inline(i) => i.borrow_mut().pool.push(b),
+        }
+    }
+
+    /// Ends the feed (the reader thread's, if any): whether the reference limit cut the trace.
+    pub(crate) fn finish(self) -> bool {
+        match self.0 {
+            Source::Thread { truncated, batches, .. } => {
+                // A reader still sending (the simulation stopped early) stops at its next send.
+                drop(batches);
+                truncated.join().unwrap_or(false)
+            }
+            Source::Inline(i) => i.into_inner().end.unwrap_or(false),
+        }
     }
 }
 
@@ -269,4 +353,44 @@ fn records_within(records: &[Record], room: u64) -> usize {
             seen > room
         })
         .unwrap_or(records.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::gen::{GenSpec, Generator, Pattern};
+
+    /// Every batch's counts and page words, and whether the limit cut the trace.
+    fn drain(feed: Feed<'_>) -> (Vec<(TraceCounts, TraceCounts, Vec<u64>)>, bool) {
+        let mut seen = Vec::new();
+        while let Some(b) = feed.next() {
+            let b = b.expect("a generated trace reads");
+            seen.push((b.before, b.after, b.words().to_vec()));
+            feed.recycle(b);
+        }
+        (seen, feed.finish())
+    }
+
+    #[test]
+    fn an_inline_feed_gives_what_a_reader_thread_gives() {
+        // Uniform 6-byte accesses over 3 pages: some span two pages (slow words). The limits:
+        // none, inside a batch, at a batch's end, past the trace's end.
+        let refs = 10 * BATCH as u64 + 123;
+        let spec =
+            GenSpec { pattern: Pattern::Uniform, refs, footprint: 3 << 12, access_size: 6, ..GenSpec::default() };
+        for max in [u64::MAX, 5 * BATCH as u64 + 17, 4 * BATCH as u64, refs, refs + 1] {
+            for all_records in [false, true] {
+                let feed_spec = |threads| FeedSpec { shift: 12, max, threads, all_records };
+                let (mut a, mut b) = (Generator::new(spec).unwrap(), Generator::new(spec).unwrap());
+                let inline = drain(inline(&mut a, TraceCounts::default(), feed_spec(2)));
+                // One thread for the whole run: the reader thread does not poll and bundles.
+                let thread = std::thread::scope(|scope| {
+                    drain(spawn(scope, &mut b, TraceCounts::default(), feed_spec(usize::MAX)))
+                });
+                assert_eq!(inline.1, max < refs, "max {max}: cut");
+                assert_eq!(inline, thread, "max {max}, all records {all_records}");
+                assert!(inline.0.len() > 3);
+            }
+        }
+    }
 }

@@ -38,8 +38,22 @@ pub(super) fn run_shares(
         // take the general step); any other design reads every record.
         let all_records = systems.iter().any(|s| !s.reads_words(shift));
         let spec = feed::FeedSpec { shift, max, threads: 1 + jobs, all_records };
-        let feed = feed::spawn(scope, &mut *reader, counts, spec);
-        let mut batches = std::iter::from_fn(|| feed.next());
+        // With a core for each simulation thread but none for a reader thread, the calling
+        // thread reads too (and takes that much less of the designs).
+        let inline = jobs > 1 && !feed::polls_with(1 + jobs) && feed::polls_with(jobs);
+        let feed = if inline {
+            feed::inline(&mut *reader, counts, spec)
+        } else {
+            feed::spawn(scope, &mut *reader, counts, spec)
+        };
+        // Time spent in `next` (the reading, when inline), for the shares.
+        let read = std::cell::Cell::new(Duration::ZERO);
+        let mut batches = std::iter::from_fn(|| {
+            let t = Instant::now();
+            let b = feed.next();
+            read.set(read.get() + t.elapsed());
+            b
+        });
         let mut cost = vec![Duration::ZERO; systems.len()];
         let calibration = if jobs > 1 { CALIBRATION_BATCHES } else { 0 };
         for batch in batches.by_ref().take(calibration) {
@@ -51,9 +65,10 @@ pub(super) fn run_shares(
             }
             last = batch.after;
             progress(last.references);
-            let _ = feed.recycle.send(batch);
+            feed.recycle(batch);
         }
-        let mut shares = partition(systems, &cost, jobs).into_iter();
+        let first = if inline { read.get() } else { Duration::ZERO };
+        let mut shares = partition(systems, &cost, jobs, first).into_iter();
         let mut mine = shares.next().unwrap_or_default();
         let mut workers = Vec::new();
         for mut theirs in shares {
@@ -89,9 +104,7 @@ pub(super) fn run_shares(
             // The oldest batches first: the workers finish them in order.
             while let Some(b) = in_flight.pop_front() {
                 match Arc::try_unwrap(b) {
-                    Ok(b) => {
-                        let _ = feed.recycle.send(b);
-                    }
+                    Ok(b) => feed.recycle(b),
                     Err(b) => {
                         in_flight.push_front(b);
                         break;
@@ -105,16 +118,22 @@ pub(super) fn run_shares(
             }
         }
         drop(workers);
-        Ok(feed.truncated.join().unwrap_or(false))
+        Ok(feed.finish())
     })?;
     Ok(RunSummary { trace: last, reader: reader.stats(), truncated_by_limit: truncated })
 }
 
-/// Deals `systems` into `jobs` shares of about equal total `cost` (one per design): longest
-/// first, each to the share with the least so far (ties to the lower share; every design
-/// counts at least a nanosecond, so no share is left empty while designs remain).
-fn partition<'a>(systems: &'a mut [System], cost: &[Duration], jobs: usize) -> Vec<Vec<&'a mut System>> {
-    let share_of = deal(cost, jobs);
+/// Deals `systems` into `jobs` shares of about equal total `cost` (one per design), the first
+/// share starting from `first` (the calling thread's reading, if it reads): longest first, each
+/// to the share with the least so far (ties to the lower share; every design counts at least a
+/// nanosecond, so no share is left empty while designs remain).
+fn partition<'a>(
+    systems: &'a mut [System],
+    cost: &[Duration],
+    jobs: usize,
+    first: Duration,
+) -> Vec<Vec<&'a mut System>> {
+    let share_of = deal(cost, jobs, first);
     let mut shares: Vec<Vec<&mut System>> = (0..jobs).map(|_| Vec::new()).collect();
     for (s, &j) in systems.iter_mut().zip(&share_of) {
         shares[j].push(s);
@@ -123,10 +142,11 @@ fn partition<'a>(systems: &'a mut [System], cost: &[Duration], jobs: usize) -> V
 }
 
 /// The share of each item of [`partition`].
-fn deal(cost: &[Duration], jobs: usize) -> Vec<usize> {
+fn deal(cost: &[Duration], jobs: usize, first: Duration) -> Vec<usize> {
     let mut order: Vec<usize> = (0..cost.len()).collect();
     order.sort_by(|&a, &b| cost[b].cmp(&cost[a]).then(a.cmp(&b)));
     let mut load = vec![Duration::ZERO; jobs];
+    load[0] = first;
     let mut share_of = vec![0; cost.len()];
     for k in order {
         let j = (0..jobs).min_by_key(|&j| (load[j], j)).expect("at least one job");
@@ -147,18 +167,26 @@ mod tests {
     #[test]
     fn the_heaviest_design_gets_a_share_of_its_own() {
         // Contiguous halves would be 500 + 50 against 400 + 50; dealt, 500 against 500.
-        assert_eq!(deal(&ms(&[500, 50, 400, 50]), 2), vec![0, 1, 1, 1]);
-        assert_eq!(deal(&ms(&[10, 10, 10, 10, 10, 10]), 3), vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(deal(&ms(&[500, 50, 400, 50]), 2, Duration::ZERO), vec![0, 1, 1, 1]);
+        assert_eq!(deal(&ms(&[10, 10, 10, 10, 10, 10]), 3, Duration::ZERO), vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn the_reading_thread_takes_less() {
+        // The first share starts with the reading's time: the heaviest design goes elsewhere.
+        assert_eq!(deal(&ms(&[500, 400]), 2, Duration::from_millis(200)), vec![1, 0]);
+        assert_eq!(deal(&ms(&[300, 300, 100]), 2, Duration::from_millis(250)), vec![1, 0, 1]);
+        assert_eq!(deal(&ms(&[300, 300, 100]), 2, Duration::ZERO), vec![0, 1, 0]);
     }
 
     #[test]
     fn no_share_is_empty_while_designs_remain() {
         for jobs in 1..=4 {
-            let share_of = deal(&ms(&[0, 0, 0, 0]), jobs);
+            let share_of = deal(&ms(&[0, 0, 0, 0]), jobs, Duration::ZERO);
             for j in 0..jobs {
                 assert!(share_of.contains(&j), "{jobs}: {share_of:?}");
             }
         }
-        assert_eq!(deal(&ms(&[7, 0, 0]), 3), vec![0, 1, 2]);
+        assert_eq!(deal(&ms(&[7, 0, 0]), 3, Duration::ZERO), vec![0, 1, 2]);
     }
 }
