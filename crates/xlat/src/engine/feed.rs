@@ -115,8 +115,7 @@ pub(crate) fn spawn<'scope, 'env>(
     mut counts: TraceCounts,
     spec: FeedSpec,
 ) -> Feed<'scope> {
-    let FeedSpec { shift, max, threads, all_records } = spec;
-    let poll = polls_with(threads);
+    let poll = polls_with(spec.threads);
     let bundle = if poll { 1 } else { BUNDLE };
     let (full_tx, batches) = mpsc::sync_channel::<Result<Vec<Batch>, TraceError>>(4);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
@@ -125,16 +124,9 @@ pub(crate) fn spawn<'scope, 'env>(
         // Sends the bundle made so far (if any); false if the simulation stopped.
         let flush = |out: &mut Vec<Batch>| out.is_empty() || send(&full_tx, Ok(std::mem::take(out)), poll).is_ok();
         let more = loop {
-            let mut b = empty_rx.try_recv().unwrap_or_else(|_| Batch::new());
-            if counts.references == max {
-                // At the limit: is there more trace?
-                break matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0);
-            }
-            b.before = counts;
-            match read_counted(reader, &mut b, &mut counts, shift, max, all_records) {
-                Ok(None) => break false,
-                Ok(Some(cut)) => {
-                    b.after = counts;
+            let b = empty_rx.try_recv().unwrap_or_else(|_| Batch::new());
+            match read_next(reader, &mut counts, &spec, b) {
+                Next::Batch(b, cut) => {
                     out.push(b);
                     if cut {
                         break true;
@@ -146,7 +138,8 @@ pub(crate) fn spawn<'scope, 'env>(
                         out.reserve(bundle);
                     }
                 }
-                Err(e) => {
+                Next::End(more) => break more,
+                Next::Failed(e) => {
                     if flush(&mut out) {
                         let _ = full_tx.send(Err(e));
                     }
@@ -168,35 +161,56 @@ pub(crate) fn inline(reader: &mut dyn TraceReader, counts: TraceCounts, spec: Fe
 }
 
 impl Inline<'_> {
-    /// What the reader thread of [`spawn`] does for one batch.
+    /// The next batch, as the reader thread of [`spawn`] makes it.
     fn next(&mut self) -> Option<Result<Batch, TraceError>> {
         if self.end.is_some() {
             return None;
         }
-        let FeedSpec { shift, max, all_records, .. } = self.spec;
-        let mut b = self.pool.pop().unwrap_or_else(Batch::new);
-        if self.counts.references == max {
-            self.end = Some(matches!(self.reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
-            return None;
-        }
-        b.before = self.counts;
-        match read_counted(self.reader, &mut b, &mut self.counts, shift, max, all_records) {
-            Ok(None) => {
-                self.end = Some(false);
-                None
-            }
-            Ok(Some(cut)) => {
-                b.after = self.counts;
+        let b = self.pool.pop().unwrap_or_else(Batch::new);
+        match read_next(self.reader, &mut self.counts, &self.spec, b) {
+            Next::Batch(b, cut) => {
                 if cut {
                     self.end = Some(true);
                 }
                 Some(Ok(b))
             }
-            Err(e) => {
+            Next::End(more) => {
+                self.end = Some(more);
+                None
+            }
+            Next::Failed(e) => {
                 self.end = Some(false);
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// What a feed reads next ([`read_next`]).
+enum Next {
+    /// A batch, and whether the reference limit cut the trace at its end.
+    Batch(Batch, bool),
+    /// No more batches; whether the limit cut the trace (there was more).
+    End(bool),
+    Failed(TraceError),
+}
+
+/// Reads the next batch of `reader` into `b` as `spec` says, counts going on in `counts`: the
+/// one step of both a reader thread and an inline feed.
+fn read_next(reader: &mut dyn TraceReader, counts: &mut TraceCounts, spec: &FeedSpec, mut b: Batch) -> Next {
+    let FeedSpec { shift, max, all_records, .. } = *spec;
+    if counts.references == max {
+        // At the limit: is there more trace?
+        return Next::End(matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
+    }
+    b.before = *counts;
+    match read_counted(reader, &mut b, counts, shift, max, all_records) {
+        Ok(None) => Next::End(false),
+        Ok(Some(cut)) => {
+            b.after = *counts;
+            Next::Batch(b, cut)
+        }
+        Err(e) => Next::Failed(e),
     }
 }
 

@@ -46,17 +46,15 @@ pub(super) fn run_shares(
         } else {
             feed::spawn(scope, &mut *reader, counts, spec)
         };
-        // Time spent in `next` (the reading, when inline), for the shares.
-        let read = std::cell::Cell::new(Duration::ZERO);
-        let mut batches = std::iter::from_fn(|| {
-            let t = Instant::now();
-            let b = feed.next();
-            read.set(read.get() + t.elapsed());
-            b
-        });
+        let mut batches = std::iter::from_fn(|| feed.next());
         let mut cost = vec![Duration::ZERO; systems.len()];
+        // Time spent reading the calibration batches (the calling thread's, when inline).
+        let mut read = Duration::ZERO;
         let calibration = if jobs > 1 { CALIBRATION_BATCHES } else { 0 };
-        for batch in batches.by_ref().take(calibration) {
+        for _ in 0..calibration {
+            let t = Instant::now();
+            let Some(batch) = batches.next() else { break };
+            read += t.elapsed();
             let batch = batch?;
             for (s, c) in systems.iter_mut().zip(&mut cost) {
                 let t = Instant::now();
@@ -67,7 +65,7 @@ pub(super) fn run_shares(
             progress(last.references);
             feed.recycle(batch);
         }
-        let first = if inline { read.get() } else { Duration::ZERO };
+        let first = if inline { read } else { Duration::ZERO };
         let mut shares = partition(systems, &cost, jobs, first).into_iter();
         let mut mine = shares.next().unwrap_or_default();
         let mut workers = Vec::new();
@@ -86,15 +84,18 @@ pub(super) fn run_shares(
         // every thread has a core and polls.
         let bundle = if feed.polls() { 1 } else { feed::BUNDLE };
         let mut pending = Vec::with_capacity(bundle);
+        let hand_over = |pending: &Vec<Arc<Batch>>| {
+            for w in &workers {
+                // A worker only stops when its channel closes, after the loop below.
+                let _ = w.send(pending.clone());
+            }
+        };
         let mut in_flight = VecDeque::new();
         for batch in batches {
             let shared = Arc::new(batch?);
             pending.push(Arc::clone(&shared));
             if pending.len() == bundle {
-                for w in &workers {
-                    // A worker only stops when its channel closes, after this loop.
-                    let _ = w.send(pending.clone());
-                }
+                hand_over(&pending);
                 pending.clear();
             }
             process_share(mine.iter_mut().map(|s| &mut **s), &shared, shift);
@@ -113,9 +114,7 @@ pub(super) fn run_shares(
             }
         }
         if !pending.is_empty() {
-            for w in &workers {
-                let _ = w.send(pending.clone());
-            }
+            hand_over(&pending);
         }
         drop(workers);
         Ok(feed.finish())
