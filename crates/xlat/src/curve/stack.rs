@@ -319,13 +319,14 @@ impl FaStack {
         let mut s = (self.bits[w] & ((1u64 << b) - 1)).count_ones();
         let first = w / BLOCK_WORDS * BLOCK_WORDS;
         let counts: &[u8; BLOCK_WORDS] = self.wcnt[first..first + BLOCK_WORDS].try_into().unwrap();
-        s += sum_before(counts, w - first);
+        let within = sum_before(counts, w - first);
         debug_assert_eq!(
-            sum_before(counts, w - first),
+            within,
             self.bits[first..w].iter().map(|x| x.count_ones()).sum::<u32>(),
             "word counts of block {}",
             w / BLOCK_WORDS
         );
+        s += within;
         let mut i = w / BLOCK_WORDS;
         while i > 0 {
             s += self.tree[i];
