@@ -1720,7 +1720,7 @@ pub fn run_jobs(
     progress: impl FnMut(u64),
 ) -> Result<RunSummary, SimError> {
     let jobs = jobs.clamp(1, systems.len().max(1));
-    jobs::run_shares(reader, systems, opts, jobs, progress)
+    jobs::run_shares(reader, systems, opts, jobs, jobs::Redeal::RUNS, progress)
 }
 
 /// Empty trace counts whose lookups are at the designs' common page size (4096 if they
