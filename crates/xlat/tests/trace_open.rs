@@ -2,10 +2,13 @@
 
 use std::path::Path;
 
+use xlat::config::Config;
+use xlat::engine::{self, RunOptions, System};
 use xlat::trace::gen::{GenSpec, Generator, Pattern};
 use xlat::trace::info::info;
 use xlat::trace::open::{
-    convert, create_writer, detect_format, format_from_name, open_reader, open_reader_with_format, Compression,
+    convert, create_writer, detect_format, format_from_name, open_reader, open_reader_inline, open_reader_with_format,
+    Compression,
 };
 use xlat::trace::{Format, Kind, Record, TraceError, TraceReader, BATCH};
 
@@ -200,4 +203,37 @@ fn info_summarises() {
     assert_eq!(i.max_addr, Some(0x1000b));
     let json = serde_json::to_string(&i).unwrap();
     assert!(json.contains("\"distinct_pages\":2"), "{json}");
+}
+
+#[test]
+fn a_trace_in_many_zstd_frames_runs_as_it_reads() {
+    // About 7 MB of xtr: 7 frames of zstd, which a run's simulation threads decompress ahead
+    // of its reader while they wait for it.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.xtr");
+    let spec = GenSpec { pattern: Pattern::Zipf, refs: 1_200_000, footprint: 64 << 20, seed: 5, ..GenSpec::default() };
+    let recs = read_all(&mut Generator::new(spec).unwrap()).unwrap();
+    write_path(&p, None, &recs);
+    let path = p.to_str().unwrap();
+    let (mut framed, _) = open_reader_inline(path, None).unwrap();
+    assert!(framed.spare_work().is_some(), "a zstd file read in frames");
+    assert!(read_all(&mut *framed).unwrap() == recs);
+    assert!(open_reader(path, None).unwrap().spare_work().is_none(), "read by a read-ahead thread");
+    let fa = "name = \"fa\"\n[[tlb]]\nname = \"L1\"\nentries = 64\nways = 64\n[page_table]\nkind = \"radix\"\n";
+    let configs = [Config::from_toml(fa, "fa").unwrap(), Config::preset("x86-64").unwrap()];
+    let run = |r: &mut dyn TraceReader, jobs: usize| {
+        let mut systems: Vec<System> = configs.iter().map(|c| System::new(c).unwrap()).collect();
+        engine::run_jobs(r, &mut systems, RunOptions::default(), jobs, |_| {}).unwrap();
+        systems.iter().map(|s| s.stats()).collect::<Vec<_>>()
+    };
+    let want = {
+        let mut systems: Vec<System> = configs.iter().map(|c| System::new(c).unwrap()).collect();
+        for s in &mut systems {
+            s.process(&recs).unwrap();
+        }
+        systems.iter().map(|s| s.stats()).collect::<Vec<_>>()
+    };
+    for jobs in [1, 2] {
+        assert!(run(&mut *open_reader_inline(path, None).unwrap().0, jobs) == want, "--jobs {jobs}");
+    }
 }

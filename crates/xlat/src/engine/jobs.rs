@@ -113,6 +113,7 @@ pub(super) fn run_shares(
         // With a core for each simulation thread but none for a reader thread, the calling
         // thread reads too (and takes that much less of the designs).
         let inline = jobs > 1 && !feed::polls_with(1 + jobs) && feed::polls_with(jobs);
+        let spare = reader.spare_work();
         let feed = if inline {
             feed::inline(&mut *reader, counts, spec)
         } else {
@@ -155,10 +156,19 @@ pub(super) fn run_shares(
         for _ in 1..jobs {
             let (tx, rx) = mpsc::sync_channel::<ToWorker<'_>>(2);
             workers.push(tx);
-            let (costs, back_tx) = (&costs, back_tx.clone());
+            let (costs, back_tx, spare) = (&costs, back_tx.clone(), spare.clone());
             scope.spawn(move || {
                 let mut share = Vec::new();
-                for msg in rx.iter() {
+                // While nothing is sent, the reader's spare work (decompressing the input ahead).
+                let next = || loop {
+                    match rx.try_recv() {
+                        Ok(msg) => return Some(msg),
+                        Err(mpsc::TryRecvError::Disconnected) => return None,
+                        Err(mpsc::TryRecvError::Empty) if spare.as_ref().is_some_and(|s| s.help()) => {}
+                        Err(mpsc::TryRecvError::Empty) => return rx.recv().ok(),
+                    }
+                };
+                while let Some(msg) = next() {
                     match msg {
                         ToWorker::Share(s) => share = s,
                         ToWorker::Bundle(bundle) => {

@@ -6,6 +6,7 @@
 //! stream: memory use is constant whatever the trace length.
 
 pub mod champsim;
+pub mod frames;
 pub mod gen;
 pub mod info;
 pub mod lackey;
@@ -497,6 +498,11 @@ pub trait TraceReader: Send {
     /// What the trace says about itself beyond its records, read so far (xtr metadata).
     fn notes(&self) -> TraceNotes {
         TraceNotes::default()
+    }
+    /// Work of this reader that another thread may do while it would otherwise wait for the
+    /// reader's next batch (decompressing the input ahead: [`frames`]).
+    fn spare_work(&self) -> Option<std::sync::Arc<dyn frames::SpareWork>> {
+        None
     }
 }
 

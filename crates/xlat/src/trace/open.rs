@@ -34,7 +34,7 @@ use std::sync::Arc;
 use super::champsim::{ChampsimReader, ChampsimWriter};
 use super::lackey::{LackeyReader, LackeyWriter};
 use super::xtr::{XtrOptions, XtrReader, XtrWriter};
-use super::{Format, ReaderStats, Record, TraceError, TraceReader, TraceWriter, BATCH};
+use super::{BatchWords, Format, ReaderStats, Record, TraceError, TraceReader, TraceWriter, BATCH};
 
 /// Most nested compression layers undone when reading.
 pub const MAX_LAYERS: usize = 3;
@@ -179,22 +179,19 @@ pub struct CompressedWriter<W: Write> {
 enum Enc<W: Write> {
     Plain(W),
     Gzip(flate2::write::GzEncoder<W>),
-    Zstd(zstd::stream::write::Encoder<'static, W>),
+    Zstd(super::frames::FrameWriter<W>),
     Xz(xz2::write::XzEncoder<W>),
 }
 
 impl<W: Write> CompressedWriter<W> {
-    /// Compresses into `inner` with `c` (zstd level 3 with a content checksum, gzip level 6,
-    /// xz preset 6; always single-threaded).
+    /// Compresses into `inner` with `c` (zstd level 3 in frames of 1 MiB of content, each with
+    /// its content size and checksum ([`super::frames::FrameWriter`]), gzip level 6, xz preset
+    /// 6; always single-threaded).
     pub fn new(inner: W, c: Compression) -> io::Result<CompressedWriter<W>> {
         let enc = match c {
             Compression::None => Enc::Plain(inner),
             Compression::Gzip => Enc::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::default())),
-            Compression::Zstd => {
-                let mut e = zstd::stream::write::Encoder::new(inner, 3)?;
-                e.include_checksum(true)?;
-                Enc::Zstd(e)
-            }
+            Compression::Zstd => Enc::Zstd(super::frames::FrameWriter::new(inner)?),
             Compression::Xz => Enc::Xz(xz2::write::XzEncoder::new(inner, 6)),
         };
         Ok(CompressedWriter { enc })
@@ -439,11 +436,27 @@ pub fn reader_from_stream(
     len: Option<u64>,
     read_ahead: bool,
 ) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
-    let (mut stream, layers) =
-        decompress(stream).map_err(|e| TraceError::at_offset(name, 0, format!("cannot read: {e}")))?;
-    if !layers.is_empty() && read_ahead {
-        stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
-    }
+    let cannot = |e: io::Error| TraceError::at_offset(name, 0, format!("cannot read: {e}"));
+    let (mut stream, layers, spare) = if read_ahead {
+        let (mut stream, layers) = decompress(stream).map_err(cannot)?;
+        if !layers.is_empty() {
+            stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
+        }
+        (stream, layers, None)
+    } else {
+        // Read by a run's reader thread: zstd frames that other threads may decompress.
+        let mut stream = stream;
+        let prefix = peek_bytes(&mut stream, 4).map_err(cannot)?;
+        let stream: Box<dyn Read + Send> = Box::new(Cursor::new(prefix.clone()).chain(stream));
+        if Compression::detect(&prefix) == Compression::Zstd {
+            let (frames, spare) = super::frames::frames(stream);
+            let (stream, inner) = decompress(frames).map_err(cannot)?;
+            (stream, [vec![Compression::Zstd], inner].concat(), Some(spare))
+        } else {
+            let (stream, layers) = decompress(stream).map_err(cannot)?;
+            (stream, layers, None)
+        }
+    };
     let len = if layers.is_empty() { len } else { None };
     let format = match format {
         Some(f) => f,
@@ -461,7 +474,35 @@ pub fn reader_from_stream(
         Format::Xtr => Box::new(XtrReader::new(stream, name)?),
         Format::Champsim => Box::new(ChampsimReader::new(stream, name)),
     };
+    let reader = match spare {
+        Some(spare) => Box::new(WithSpareWork { reader, spare }),
+        None => reader,
+    };
     Ok((reader, format))
+}
+
+/// A reader whose input other threads may decompress ([`TraceReader::spare_work`]).
+struct WithSpareWork {
+    reader: Box<dyn TraceReader>,
+    spare: Arc<dyn super::frames::SpareWork>,
+}
+
+impl TraceReader for WithSpareWork {
+    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
+        self.reader.read_batch(out, max)
+    }
+    fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
+        self.reader.read_batch_words(out, max, w)
+    }
+    fn stats(&self) -> ReaderStats {
+        self.reader.stats()
+    }
+    fn notes(&self) -> super::TraceNotes {
+        self.reader.notes()
+    }
+    fn spare_work(&self) -> Option<Arc<dyn super::frames::SpareWork>> {
+        Some(self.spare.clone())
+    }
 }
 
 /// Like [`open_reader`], also returning the format that was used.
