@@ -221,11 +221,14 @@ fn read_next(reader: &mut dyn TraceReader, counts: &mut TraceCounts, spec: &Feed
     }
 }
 
-/// Batches the channel from a reader thread holds (at least 4 bundles) when the simulation may take on its spare
-/// work: a frame of [`frames::FRAME_BYTES`](crate::trace::frames::FRAME_BYTES) takes about as
-/// long to decompress as 16 batches take to simulate in a one-design run of a real program's
-/// trace, and the reader goes on meanwhile (4 made real runs 6 ms slower, 48 no faster).
-const SPARE_DEPTH: usize = 16;
+/// Batches the channel from a reader thread holds (at least 4 bundles) when the simulation may
+/// take on its spare work. The simulation helps whenever it finds no batch ready, so the
+/// channel must hold more than the reader makes while it decompresses a frame itself (a frame
+/// of [`FRAME_BYTES`](crate::trace::frames::FRAME_BYTES) takes 0.5 to 1 ms): with 16, a
+/// simulation that is the slower thread (the synthetic benchmark trace) ran dry then and took
+/// on the next frame, and its run took 133 ms against 117 ms with 32 (medians of 9); 64 was no
+/// better on either benchmark trace.
+const SPARE_DEPTH: usize = 32;
 
 /// Batches a reader sends at once to a simulation that does not poll (more threads than cores):
 /// each handoff that finds the other thread asleep costs a wake-up and two context switches,
