@@ -300,6 +300,11 @@ impl State {
                 if !read_onto(src, bytes, payload)? {
                     return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame"));
                 }
+                // Memory stays bounded by the content, whatever a damaged header says: no frame
+                // of this content takes twice its size.
+                if bytes.len() as u64 > 2 * content + (64 << 10) {
+                    return Err(corrupt(at(self, 0), self.produced, "frame much larger than its content"));
+                }
                 if last {
                     break;
                 }
@@ -602,6 +607,14 @@ mod tests {
                 Err(e) => assert!(e.to_string().contains("truncated or corrupt"), "cut at {cut}: {e}"),
             }
         }
+        // A frame that declares 10 bytes of content and goes on with block after block.
+        let mut long = [&ZSTD_MAGIC.to_le_bytes()[..], &[0x20, 10]].concat();
+        for _ in 0..40 {
+            long.extend_from_slice(&((4096u32 << 3).to_le_bytes()[..3]));
+            long.extend_from_slice(&[7; 4096]);
+        }
+        let e = read([&stream[..], &long].concat(), 0).unwrap_err().to_string();
+        assert!(e.contains(&format!("near compressed byte {}", stream.len())) && e.contains("much larger"), "{e}");
         // Bytes after the frames that are not a frame.
         let e = read([&stream[..], b"not zstd"].concat(), 0).unwrap_err().to_string();
         assert!(e.contains(&format!("near compressed byte {}", stream.len())), "{e}");
