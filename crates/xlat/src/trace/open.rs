@@ -140,6 +140,18 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// A zstd decoding layer over `inner` whose errors say where ([`Layer`]), counting from
+/// `consumed` compressed and `produced` decompressed bytes before it.
+pub(super) fn zstd_layer<'a, R: Read + Send + 'a>(
+    inner: R,
+    consumed: u64,
+    produced: u64,
+) -> io::Result<Box<dyn Read + Send + 'a>> {
+    let n = Arc::new(AtomicU64::new(consumed));
+    let decoder = Box::new(zstd::stream::read::Decoder::new(Counting { inner, n: n.clone() })?);
+    Ok(Box::new(Layer { decoder, kind: Compression::Zstd, consumed: n, produced }))
+}
+
 /// A decompression layer whose errors say what happened and where: a cut or damaged compressed
 /// stream reads as "truncated or corrupt", with the compressed and decompressed positions.
 struct Layer<'a> {
