@@ -115,6 +115,29 @@ fn nested_compression() {
 }
 
 #[test]
+fn at_most_three_layers_are_undone_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.xtr");
+    write_path(&p, None, &events());
+    let mut bytes = std::fs::read(&p).unwrap();
+    for layers in 2..=4 {
+        bytes = zstd::encode_all(&bytes[..], 1).unwrap();
+        let q = dir.path().join(format!("t{layers}.xtr"));
+        std::fs::write(&q, &bytes).unwrap();
+        let q = q.to_str().unwrap();
+        // Through a read-ahead thread, and frame by frame as runs read.
+        let ahead = open_reader(q, None).and_then(|mut r| read_all(&mut *r));
+        let framed = open_reader_inline(q, None).and_then(|(mut r, _)| read_all(&mut *r));
+        if layers <= 3 {
+            assert_eq!(ahead.unwrap(), events());
+            assert_eq!(framed.unwrap(), events());
+        } else {
+            assert!(ahead.is_err() && framed.is_err(), "{layers} layers");
+        }
+    }
+}
+
+#[test]
 fn detection_rules() {
     assert_eq!(format_from_name("a/b.lackey.gz"), Some(Format::Lackey));
     assert_eq!(format_from_name("x.XTR"), Some(Format::Xtr));

@@ -104,13 +104,21 @@ fn peek_bytes(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
 /// Wraps `inner` in decoders for the compression layers its content starts with (up to
 /// [`MAX_LAYERS`]); returns the decompressed stream and the layers found, outermost first.
 pub fn decompress<'a, R: Read + Send + 'a>(inner: R) -> io::Result<(Box<dyn Read + Send + 'a>, Vec<Compression>)> {
+    decompress_layers(inner, MAX_LAYERS)
+}
+
+/// [`decompress`], undoing at most `max_layers` layers.
+fn decompress_layers<'a, R: Read + Send + 'a>(
+    inner: R,
+    max_layers: usize,
+) -> io::Result<(Box<dyn Read + Send + 'a>, Vec<Compression>)> {
     let mut stream: Box<dyn Read + Send + 'a> = Box::new(inner);
     let mut layers = Vec::new();
     loop {
         let prefix = peek_bytes(&mut stream, 6)?;
         let c = Compression::detect(&prefix);
         let rejoined: Box<dyn Read + Send + 'a> = Box::new(Cursor::new(prefix).chain(stream));
-        if c == Compression::None || layers.len() == MAX_LAYERS {
+        if c == Compression::None || layers.len() == max_layers {
             return Ok((rejoined, layers));
         }
         layers.push(c);
@@ -462,7 +470,7 @@ pub fn reader_from_stream(
         let stream: Box<dyn Read + Send> = Box::new(Cursor::new(prefix.clone()).chain(stream));
         if Compression::detect(&prefix) == Compression::Zstd {
             let (frames, spare) = super::frames::frames(stream);
-            let (stream, inner) = decompress(frames).map_err(cannot)?;
+            let (stream, inner) = decompress_layers(frames, MAX_LAYERS - 1).map_err(cannot)?;
             (stream, [vec![Compression::Zstd], inner].concat(), Some(spare))
         } else {
             let (stream, layers) = decompress(stream).map_err(cannot)?;
