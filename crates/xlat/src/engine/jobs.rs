@@ -215,18 +215,14 @@ pub(super) fn run_shares(
             if since == redeal.every {
                 since = 0;
                 let proposal = if redeal.rotate {
-                    share_of.iter().map(|&j| (j + 1) % jobs).collect()
+                    Some(share_of.iter().map(|&j| (j + 1) % jobs).collect())
                 } else {
                     let (cost, first) = (costs.per_batch(), read_per_batch());
                     let proposal = deal(&cost, jobs, first);
                     let (now, then) = (longest(&cost, &share_of, jobs, first), longest(&cost, &proposal, jobs, first));
-                    if then.as_secs_f64() < now.as_secs_f64() * (1.0 - redeal.gain) {
-                        proposal
-                    } else {
-                        share_of.clone()
-                    }
+                    (then.as_secs_f64() < now.as_secs_f64() * (1.0 - redeal.gain)).then_some(proposal)
                 };
-                if proposal != share_of {
+                if let Some(proposal) = proposal.filter(|p| *p != share_of) {
                     // Every worker gives its share back once it has simulated what it holds.
                     hand_over(&mut pending);
                     for w in &workers {

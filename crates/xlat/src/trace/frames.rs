@@ -176,10 +176,7 @@ struct Taken {
 /// The error of corrupt or cut compressed input at compressed byte `offset`, with `produced`
 /// bytes decompressed before it (as the decompression layers of `open.rs` say it).
 fn corrupt(offset: u64, produced: u64, e: impl std::fmt::Display) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("zstd data is truncated or corrupt near compressed byte {offset} ({produced} bytes decompressed): {e}"),
-    )
+    super::open::corrupt(io::ErrorKind::InvalidData, super::open::Compression::Zstd, offset, produced, e)
 }
 
 /// Reads `n` more bytes of `src` onto `v`; false if the input ended first.

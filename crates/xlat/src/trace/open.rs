@@ -148,6 +148,24 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// The error of `kind` compressed data cut or damaged near compressed byte `consumed`, with
+/// `produced` bytes decompressed before it: the one wording of every decompression layer.
+pub(super) fn corrupt(
+    error_kind: io::ErrorKind,
+    kind: Compression,
+    consumed: u64,
+    produced: u64,
+    e: impl std::fmt::Display,
+) -> io::Error {
+    io::Error::new(
+        error_kind,
+        format!(
+            "{} data is truncated or corrupt near compressed byte {consumed} ({produced} bytes decompressed): {e}",
+            kind.name()
+        ),
+    )
+}
+
 /// A zstd decoding layer over `inner` whose errors say where ([`Layer`]), counting from
 /// `consumed` compressed and `produced` decompressed bytes before it.
 pub(super) fn zstd_layer<'a, R: Read + Send + 'a>(
@@ -177,15 +195,7 @@ impl Read for Layer<'_> {
                 Ok(k)
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
-            Err(e) => Err(io::Error::new(
-                e.kind(),
-                format!(
-                    "{} data is truncated or corrupt near compressed byte {} ({} bytes decompressed): {e}",
-                    self.kind.name(),
-                    self.consumed.load(Ordering::Relaxed),
-                    self.produced
-                ),
-            )),
+            Err(e) => Err(corrupt(e.kind(), self.kind, self.consumed.load(Ordering::Relaxed), self.produced, e)),
         }
     }
 }
