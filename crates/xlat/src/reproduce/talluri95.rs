@@ -147,10 +147,13 @@ pub struct Sizes {
     /// Resident base pages in the snapshot.
     pub pages: u64,
     /// Where the pages come from: `snapshot` (the workload's, at peak resident size) or `trace`
-    /// (pages resident at the end of the simulated trace, for a program too short to snapshot).
+    /// (pages resident at the end of the simulated trace, for a program too short to snapshot or
+    /// whose snapshot holds fewer bytes than the trace touched).
     pub source: String,
     /// Processes in the snapshot.
     pub processes: u64,
+    /// The snapshot's base page size in bytes.
+    pub page_size: u64,
     /// Bytes by design name: `linear-6`, `linear-1`, `forward-mapped`, `hashed`, `clustered`,
     /// `hashed-superpage`, `clustered-superpage`, `clustered-partial-subblock`.
     pub bytes: BTreeMap<String, u64>,
@@ -328,12 +331,15 @@ pub fn talluri95(
             os.insert(tlb.name().to_string(), stats[t * TABLES.len() + TableKind::Clustered as usize].os);
         }
         let processes = w.processes;
-        if sizes_of.is_none() {
-            // No snapshot (the program ended between two samples): the pages resident at the end
-            // of the simulated trace stand in for it.
-            progress(&format!("{}: no snapshot; sizes from the pages resident at the end of the trace", w.name));
-            let snap = trace_snapshot(&systems[0]);
-            sizes_of = Some(sizes(&snap, "trace", opts.reservation_failure).map_err(snap_err)?);
+        // The snapshot stands for the address space at its peak. Every page the trace touched is
+        // resident at its end, so a snapshot holding fewer bytes than that was sampled before the
+        // peak (a short program sampled early, a few pages into its run); the pages resident at
+        // the end of the simulated trace then stand in for it, as they do when there is no
+        // snapshot (the program ended between two samples).
+        let at_end = trace_snapshot(&systems[0]);
+        if let Some(why) = missed_peak(sizes_of.as_ref(), &at_end) {
+            progress(&format!("{}: {why}; sizes from the pages resident at the end of the trace", w.name));
+            sizes_of = Some(sizes(&at_end, "trace", opts.reservation_failure).map_err(snap_err)?);
         }
         out.push(WorkloadResult {
             name: w.name.clone(),
@@ -370,6 +376,22 @@ fn trace_snapshot(sys: &System) -> Snapshot {
         processes.last_mut().expect("pushed").resident.push(vpn);
     }
     Snapshot { processes, taken_at: "exit".into(), page_size: sys.page_size().bytes() }
+}
+
+/// Why the workload's snapshot cannot stand for its address space at peak, given the pages
+/// resident at the end of its trace: there is none, or it holds fewer bytes than the trace touched
+/// (`None`: the snapshot stands).
+fn missed_peak(snapshot: Option<&Sizes>, at_end: &Snapshot) -> Option<String> {
+    let end_bytes = at_end.resident_pages() * at_end.page_size;
+    match snapshot {
+        None => Some("no snapshot".to_string()),
+        Some(s) if s.pages * s.page_size < end_bytes => Some(format!(
+            "the snapshot ({} pages) holds less than the trace touched ({} pages)",
+            s.pages,
+            at_end.resident_pages()
+        )),
+        Some(_) => None,
+    }
 }
 
 /// Figure 9 and 10 sizes of a snapshot: each table built through its design's OS model.
@@ -413,7 +435,13 @@ fn sizes(snap: &Snapshot, source: &str, reservation_failure: f64) -> Result<Size
         }
     }
     bytes.insert("linear-1".to_string(), leaf_pages * 4096);
-    Ok(Sizes { pages: snap.resident_pages(), source: source.into(), processes: snap.processes.len() as u64, bytes })
+    Ok(Sizes {
+        pages: snap.resident_pages(),
+        source: source.into(),
+        processes: snap.processes.len() as u64,
+        page_size: snap.page_size,
+        bytes,
+    })
 }
 
 /// Fewest misses to mapped pages for a workload's cache-lines-per-miss to enter a claim.
@@ -893,5 +921,30 @@ mod tests {
         // One 64 KB block in use per process: two clustered PTEs of 144 bytes; four hashed PTEs.
         assert_eq!(s.bytes["clustered"], 2 * 144);
         assert_eq!(s.bytes["hashed"], 4 * 24);
+    }
+
+    #[test]
+    fn a_snapshot_smaller_than_the_trace_gives_way_to_it() {
+        let snap = |pages: &[u64], page_size| Snapshot {
+            processes: vec![snapshot::ProcessSnapshot {
+                pid: 1,
+                ppid: 0,
+                command: "p".into(),
+                regions: Vec::new(),
+                resident: pages.to_vec(),
+                rss_pages: pages.len() as u64,
+            }],
+            taken_at: "peak".into(),
+            page_size,
+        };
+        let at_end = snap(&[1, 2, 3, 4], 4096);
+        let sized = |pages: &[u64], page_size| sizes(&snap(pages, page_size), "snapshot", 0.0).unwrap();
+        assert_eq!(missed_peak(None, &at_end).as_deref(), Some("no snapshot"));
+        let early = missed_peak(Some(&sized(&[1, 2, 3], 4096)), &at_end).expect("3 pages < 4");
+        assert!(early.contains("(3 pages)") && early.contains("(4 pages)"), "{early}");
+        assert_eq!(missed_peak(Some(&sized(&[1, 2, 3, 4], 4096)), &at_end), None, "as many bytes stand");
+        assert_eq!(missed_peak(Some(&sized(&[7, 8, 9, 10, 11], 4096)), &at_end), None);
+        // Bytes, not pages, are compared: two 8 KB pages hold as much as four of 4 KB.
+        assert_eq!(missed_peak(Some(&sized(&[1, 2], 8192)), &at_end), None);
     }
 }
