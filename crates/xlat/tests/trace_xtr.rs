@@ -175,8 +175,10 @@ fn unknown_tag_names_its_offset() {
     let recs = vec![acc(Kind::Load, 8, 1), acc(Kind::Load, 8, 2), acc(Kind::Load, 8, 3)];
     let mut raw = encode_to_vec(&recs, Compression::None).unwrap();
     let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
-    // Records: [tag, delta, size] then [tag, delta] x2. Corrupt the second tag.
-    let at = header + 3;
+    // A block's header (tag, 3 records, 7 bytes), then the records: [tag, delta, size] then
+    // [tag, delta] x2. Corrupt the second tag.
+    assert_eq!(raw[header..header + 3], [tag::BLOCK, 3, 7]);
+    let at = header + 3 + 3;
     raw[at] = 0x9a;
     let e = read_all(&raw, 10).unwrap_err().to_string();
     assert!(e.contains(&format!("offset {at}")), "{e}");

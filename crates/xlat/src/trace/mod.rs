@@ -5,6 +5,7 @@
 //! simulation loop never sees a format, a string or an allocation per reference. All readers
 //! stream: memory use is constant whatever the trace length.
 
+mod ahead;
 pub mod champsim;
 pub mod frames;
 pub mod gen;

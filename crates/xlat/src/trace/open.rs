@@ -530,8 +530,12 @@ impl TraceReader for WithSpareWork {
     fn notes(&self) -> super::TraceNotes {
         self.reader.notes()
     }
+    /// The reader's own spare work (decoding blocks) first, then decompressing frames.
     fn spare_work(&self) -> Option<Arc<dyn super::frames::SpareWork>> {
-        Some(self.spare.clone())
+        Some(match self.reader.spare_work() {
+            Some(own) => Arc::new(super::ahead::Both(own, self.spare.clone())),
+            None => self.spare.clone(),
+        })
     }
 }
 

@@ -24,8 +24,12 @@
 
 use std::io::{Read, Write};
 
+use super::ahead::{Ahead, JobState, Params, AHEAD};
+use super::frames::SpareWork;
 use super::open::{CompressedWriter, Compression};
 use super::{BatchWords, Kind, ReaderStats, Record, Tally, TraceError, TraceReader, TraceWriter, SLOW_WORD};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The four bytes every xtr stream starts with.
 pub const MAGIC: &[u8; 4] = b"XTR\0";
@@ -60,6 +64,9 @@ pub mod tag {
     pub const MARKER: u8 = 0x87;
     /// `Record::Thread { tid }`: varint tid (added within version 1; the last event tag).
     pub const THREAD: u8 = 0x88;
+    /// A block of access and event records decoded from a stream's initial state
+    /// ([`super::BLOCK_RECORDS`]).
+    pub const BLOCK: u8 = 0x89;
     /// Extension record: varint type, varint length, that many payload bytes. Readers that do
     /// not know the type skip it (counted in `ReaderStats::skipped`).
     pub const EXTENSION: u8 = 0xfe;
@@ -238,8 +245,18 @@ fn get_u32(b: &[u8], p: &mut usize) -> Result<u32, &'static str> {
 const CAP: usize = 1 << 18;
 /// Zero bytes kept after the valid data so that decoding never indexes out of the buffer.
 const PAD: usize = 32;
+/// Most records of a block record.
+pub const MAX_BLOCK_RECORDS: u64 = 1 << 16;
+/// Most bytes of a block record after its header (its tags and payloads).
+pub const MAX_BLOCK_BYTES: u64 = 1 << 17;
+/// Records per block that [`XtrWriter`] writes (fewer in a block that an extension record or
+/// the end cuts short, or whose bytes reach [`BLOCK_BYTES`]): a batch's worth.
+pub const BLOCK_RECORDS: usize = super::BATCH;
+/// Bytes at which [`XtrWriter`] ends a block.
+const BLOCK_BYTES: usize = 1 << 16;
+const _: () = assert!(MAX_BLOCK_BYTES as usize + 32 <= CAP, "a block and its header fit in the window");
 /// Longest record the fast loop decodes (events: tag + 3 varints of up to 10 bytes).
-const MARGIN: usize = 32;
+pub(super) const MARGIN: usize = 32;
 const _: () = assert!(MARGIN >= 16, "decode_run reads 16-byte windows");
 
 enum Stop {
@@ -251,9 +268,11 @@ enum Stop {
     Bad(&'static str, usize),
 }
 
+/// Decodes the payload of event record `tag` from `w` (which starts after the tag); returns
+/// the record and the payload's length.
 #[inline(never)]
 fn decode_event(w: &[u8], tag: u8) -> Result<(Record, usize), (&'static str, usize)> {
-    let mut p = 1;
+    let mut p = 0;
     let rec = (|| -> Result<Record, &'static str> {
         Ok(match tag {
             tag::PROCESS => Record::Process { asid: get_u32(w, &mut p)? },
@@ -347,13 +366,13 @@ fn decode_run<S: Sink>(
                 }
                 pos += len;
             } else if t <= tag::THREAD {
-                match decode_event(&buf[pos..pos + MARGIN], t) {
+                match decode_event(&buf[pos + 1..pos + MARGIN], t) {
                     Ok((rec, len)) => {
                         out[i] = rec;
                         sink.event(i);
-                        pos += len;
+                        pos += 1 + len;
                     }
-                    Err((m, len)) => break 'run Stop::Bad(m, len),
+                    Err((m, len)) => break 'run Stop::Bad(m, 1 + len),
                 }
             } else {
                 break 'run Stop::Special;
@@ -365,6 +384,79 @@ fn decode_run<S: Sink>(
     *last_addr = la;
     *last_size = ls;
     (pos, start, stop, sink)
+}
+
+/// Where a reader is in a block record ([`tag::BLOCK`]): the block is whole in the window,
+/// which is not moved until it has been decoded.
+#[derive(Clone, Copy, Debug)]
+struct InBlock {
+    /// Stream offset of the block's first record.
+    first: u64,
+    /// Records left to decode.
+    left: usize,
+    /// The block's end in the window.
+    end: usize,
+}
+
+/// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
+/// bytes), from a stream's initial state into `recs` and `words` as `params` say; returns their
+/// counts, or what is wrong and where in the block.
+pub(super) fn decode_block(
+    raw: &[u8],
+    bytes: usize,
+    records: usize,
+    params: Params,
+    recs: &mut Vec<Record>,
+    words: &mut Vec<u64>,
+) -> Result<Tally, (String, usize)> {
+    assert!(raw.len() >= bytes + MARGIN && records <= Tally::MAX);
+    if recs.len() < records {
+        recs.resize(records, Record::Marker { id: 0 });
+    }
+    if words.len() < records {
+        words.resize(records, SLOW_WORD);
+    }
+    let (mut la, mut ls, mut n) = ([0; 4], [1; 4], 0);
+    let (out, ws, shift) = (&mut recs[..records], &mut words[..records], params.shift);
+    let (pos, start, stop, tally) = match (params.all_records, shift) {
+        (true, _) => {
+            let sink = Words::<true, 0>::new(ws, shift);
+            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
+            (p, s, stop, sink.tally)
+        }
+        (false, 12) => {
+            let sink = Words::<false, 12>::new(ws, shift);
+            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
+            (p, s, stop, sink.tally)
+        }
+        (false, _) => {
+            let sink = Words::<false, 0>::new(ws, shift);
+            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
+            (p, s, stop, sink.tally)
+        }
+    };
+    match stop {
+        Stop::Limit => {}
+        Stop::Special => return Err((not_in_block(raw[start]), start)),
+        Stop::Bad(m, _) => return Err((format!("corrupt block: {m}"), start)),
+    }
+    if pos != bytes || n != records {
+        // At the block's first record.
+        return Err(("corrupt block: its records and its length disagree".into(), 0));
+    }
+    recs.truncate(records);
+    words.truncate(records);
+    Ok(tally)
+}
+
+/// What is wrong with tag `t` met inside a block.
+#[cold]
+fn not_in_block(t: u8) -> String {
+    if matches!(t, tag::EXTENSION | tag::END | tag::BLOCK) {
+        format!("corrupt block: it holds a record other than an access or an event (tag {t:#04x})")
+    } else {
+        format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x89, 0xfe, 0xff)")
+    }
 }
 
 /// What the decoder does with each record it decodes for `out[i]`, besides writing it. Passed
@@ -442,6 +534,14 @@ pub struct XtrReader<R> {
     done: bool,
     last_addr: [u64; 4],
     last_size: [u32; 4],
+    /// The block being decoded, if any.
+    block: Option<InBlock>,
+    /// Blocks queued for any thread to decode, once a thread was offered the reader's spare
+    /// work ([`TraceReader::spare_work`]).
+    ahead: Arc<Ahead>,
+    helped: AtomicBool,
+    /// Records of a queued block that [`TraceReader::read_batch`] has not handed out yet.
+    rest: std::collections::VecDeque<Record>,
     records: u64,
     skipped: u64,
     notes: super::TraceNotes,
@@ -472,6 +572,10 @@ impl<R: Read> XtrReader<R> {
             done: false,
             last_addr: [0; 4],
             last_size: [1; 4],
+            block: None,
+            ahead: Arc::new(Ahead::default()),
+            helped: AtomicBool::new(false),
+            rest: std::collections::VecDeque::new(),
             records: 0,
             skipped: 0,
             notes: super::TraceNotes::default(),
@@ -697,6 +801,36 @@ impl<R: Read> XtrReader<R> {
                 self.skipped += 1;
                 Ok(None)
             }
+            tag::BLOCK => {
+                let records = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                let bytes = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
+                if p > self.end {
+                    return Err(self.truncated(off));
+                }
+                if records == 0 || records > MAX_BLOCK_RECORDS || bytes < records || bytes > MAX_BLOCK_BYTES {
+                    return Err(self.err(
+                        off,
+                        format!(
+                            "corrupt block: {records} records in {bytes} bytes (expected 1 to {MAX_BLOCK_RECORDS} \
+                             records, a byte of tag each at least, and at most {MAX_BLOCK_BYTES} bytes)"
+                        ),
+                    ));
+                }
+                let (head, records, bytes) = (p - start, records as usize, bytes as usize);
+                // The whole block in the window (it moves the unread bytes to its front).
+                self.want(head + bytes)?;
+                let start = self.pos;
+                if self.end - start < head + bytes {
+                    return Err(self.truncated(off));
+                }
+                let first = self.base + (start + head) as u64;
+                self.block = Some(InBlock { first, left: records, end: start + head + bytes });
+                self.pos = start + head;
+                // Each block starts from the state of a stream's start.
+                self.last_addr = [0; 4];
+                self.last_size = [1; 4];
+                Ok(None)
+            }
             tag::END => {
                 let count = get_varint(&self.buf, &mut p).map_err(|m| self.err(off, m))?;
                 if p > self.end {
@@ -718,7 +852,7 @@ impl<R: Read> XtrReader<R> {
             }
             _ => Err(self.err(
                 off,
-                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x88, 0xfe, 0xff)"),
+                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x89, 0xfe, 0xff)"),
             )),
         }
     }
@@ -726,8 +860,37 @@ impl<R: Read> XtrReader<R> {
 
 impl<R: Read + Send> XtrReader<R> {
     /// Decodes into `out[*n..]` until it is full or the trace ends.
-    fn decode_into<S: Sink>(&mut self, out: &mut [Record], n: &mut usize, sink: &mut S) -> Result<(), TraceError> {
+    /// With `at_block`, stops before a block record instead (for [`XtrReader::fill`]).
+    fn decode_into<S: Sink>(
+        &mut self,
+        out: &mut [Record],
+        n: &mut usize,
+        sink: &mut S,
+        at_block: bool,
+    ) -> Result<(), TraceError> {
         while !self.done && *n < out.len() {
+            if let Some(mut b) = self.block {
+                let before = *n;
+                let take = *n + b.left.min(out.len() - *n);
+                let room = &mut out[..take];
+                let (pos, start, stop, s) =
+                    decode_run(&self.buf, self.pos, b.end, &mut self.last_addr, &mut self.last_size, room, n, *sink);
+                *sink = s;
+                self.pos = pos;
+                self.records += (*n - before) as u64;
+                b.left -= *n - before;
+                let off = self.base + start as u64;
+                match stop {
+                    Stop::Limit => {}
+                    Stop::Special => return Err(self.err(off, not_in_block(self.buf[start]))),
+                    Stop::Bad(m, _) => return Err(self.err(off, format!("corrupt block: {m}"))),
+                }
+                if pos > b.end || (b.left > 0 && pos == b.end) || (b.left == 0 && pos < b.end) {
+                    return Err(self.err(b.first, "corrupt block: its records and its length disagree"));
+                }
+                self.block = (b.left > 0).then_some(b);
+                continue;
+            }
             if self.end - self.pos < MARGIN && !self.eof {
                 self.refill()?;
             }
@@ -748,6 +911,9 @@ impl<R: Read + Send> XtrReader<R> {
                 Stop::Limit => {}
                 Stop::Special => {
                     self.pos = start;
+                    if at_block && self.buf[start] == tag::BLOCK {
+                        return Ok(());
+                    }
                     if let Some(r) = self.special()? {
                         out[*n] = r;
                         sink.event(*n);
@@ -777,16 +943,78 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
         if out.len() < max {
             out.resize(max, Record::Marker { id: 0 });
         }
+        if self.rest.is_empty() && !self.ahead.lock().jobs.is_empty() {
+            // Blocks were queued for `read_batch_words`: their records, in order.
+            let (mut words, mut counts) = (Vec::new(), super::TraceCounts::default());
+            let params = Params { shift: 12, all_records: true };
+            self.serve(out, &mut words, &mut counts, params)?;
+            self.rest.extend(out.drain(..));
+        }
+        if !self.rest.is_empty() {
+            out.clear();
+            out.extend(self.rest.drain(..max.min(self.rest.len())));
+            return Ok(out.len());
+        }
         let mut n = 0;
-        let result = self.decode_into(&mut out[..max], &mut n, &mut ());
+        let result = self.decode_into(&mut out[..max], &mut n, &mut (), false);
         out.truncate(n);
         result.map(|()| n)
     }
 
     /// Counts and writes the page words as it decodes, in place as [`XtrReader::read_batch`]
-    /// writes records.
+    /// writes records. Once the reader's spare work was asked for, blocks go through the queue
+    /// that other threads help decode (the `ahead` module).
     fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let max = max.clamp(1, Tally::MAX);
+        let BatchWords { words, shift, counts, all_records } = w;
+        if !self.rest.is_empty() {
+            out.clear();
+            out.extend(self.rest.drain(..max.min(self.rest.len())));
+            counts.add_words(out, shift, words);
+            return Ok(out.len());
+        }
+        if !self.helped.load(Ordering::Relaxed) {
+            return self.decode_words(out, max, BatchWords { words, shift, counts, all_records }, false);
+        }
+        let params = Params { shift, all_records };
+        loop {
+            self.fill(max, params)?;
+            if let Some(n) = self.serve(out, words, counts, params)? {
+                return Ok(n);
+            }
+            // Up to the next block.
+            let w = BatchWords { words: &mut *words, shift, counts: &mut *counts, all_records };
+            let n = self.decode_words(out, max, w, true)?;
+            if n > 0 || self.done {
+                return Ok(n);
+            }
+        }
+    }
+
+    fn stats(&self) -> ReaderStats {
+        ReaderStats { bytes: self.base + self.pos as u64, records: self.records, skipped: self.skipped }
+    }
+
+    fn notes(&self) -> super::TraceNotes {
+        self.notes.clone()
+    }
+
+    fn spare_work(&self) -> Option<Arc<dyn SpareWork>> {
+        self.helped.store(true, Ordering::Relaxed);
+        Some(self.ahead.clone())
+    }
+}
+
+impl<R: Read + Send> XtrReader<R> {
+    /// Decodes up to `max` records here, making what `w` asks for (stopping before a block
+    /// record if `at_block`).
+    fn decode_words(
+        &mut self,
+        out: &mut Vec<Record>,
+        max: usize,
+        w: BatchWords<'_>,
+        at_block: bool,
+    ) -> Result<usize, TraceError> {
         if out.len() < max {
             out.resize(max, Record::Marker { id: 0 });
         }
@@ -800,15 +1028,15 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
         let (result, tally) = match (w.all_records, shift) {
             (true, _) => {
                 let mut sink = Words::<true, 0>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
             }
             (false, 12) => {
                 let mut sink = Words::<false, 12>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
             }
             (false, _) => {
                 let mut sink = Words::<false, 0>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink), sink.tally)
+                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
             }
         };
         out.truncate(n);
@@ -818,12 +1046,80 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
         Ok(n)
     }
 
-    fn stats(&self) -> ReaderStats {
-        ReaderStats { bytes: self.base + self.pos as u64, records: self.records, skipped: self.skipped }
+    /// Queues the block records that come next (up to [`AHEAD`] waiting), each of at most `max`
+    /// records, for any thread to decode as `params` say. A larger block is decoded here, in
+    /// place, as is any other record; a malformed block header is reported here.
+    fn fill(&mut self, max: usize, params: Params) -> Result<(), TraceError> {
+        while !self.done && self.block.is_none() && self.ahead.lock().jobs.len() < AHEAD {
+            self.want(MARGIN)?;
+            if self.pos >= self.end || self.buf[self.pos] != tag::BLOCK {
+                return Ok(());
+            }
+            let mut p = self.pos + 1;
+            let head = get_varint(&self.buf, &mut p).and_then(|r| Ok((r, get_varint(&self.buf, &mut p)?)));
+            let (records, bytes) = match head {
+                Ok((r, b)) if p <= self.end && r >= 1 && r <= max as u64 && b >= r && b <= MAX_BLOCK_BYTES => {
+                    (r as usize, b as usize)
+                }
+                // Decoded in place from here, or reported.
+                _ => return self.special().map(|_| ()),
+            };
+            let head = p - self.pos;
+            self.want(head + bytes)?;
+            if self.end - self.pos < head + bytes {
+                return Err(self.truncated(self.base + self.pos as u64));
+            }
+            let start = self.pos + head;
+            let mut raw = self.ahead.lock().raw_buffer();
+            raw.clear();
+            raw.extend_from_slice(&self.buf[start..start + bytes]);
+            raw.resize(bytes + MARGIN, 0);
+            self.ahead.lock().push(raw, bytes, records, self.base + start as u64, params);
+            self.pos = start + bytes;
+        }
+        Ok(())
     }
 
-    fn notes(&self) -> super::TraceNotes {
-        self.notes.clone()
+    /// Hands out the first queued block as a batch (`None` if none is queued): decoded by a
+    /// helper, or else here. While a helper decodes it, this thread decodes the next waiting one.
+    fn serve(
+        &mut self,
+        out: &mut Vec<Record>,
+        words: &mut Vec<u64>,
+        counts: &mut super::TraceCounts,
+        params: Params,
+    ) -> Result<Option<usize>, TraceError> {
+        let ahead = self.ahead.clone();
+        let job = loop {
+            let mut q = ahead.lock();
+            match q.jobs.front().map(|j| &j.state) {
+                None => return Ok(None),
+                Some(JobState::Done(_)) => break q.jobs.pop_front().expect("a front job"),
+                Some(_) => match Ahead::take(&mut q) {
+                    Some(t) => {
+                        drop(q);
+                        ahead.finish(t);
+                    }
+                    None => {
+                        drop(q);
+                        std::thread::yield_now();
+                    }
+                },
+            }
+        };
+        let JobState::Done(result) = job.state else { unreachable!("popped when done") };
+        let mut d = result.map_err(|(m, off)| self.err(off, m))?;
+        if job.params != params {
+            // Queued for other parameters (not within a run): decoded again for these.
+            d.tally = decode_block(&job.raw, job.bytes, job.records, params, &mut d.records, &mut d.words)
+                .map_err(|(m, at)| self.err(job.offset + at as u64, m))?;
+        }
+        std::mem::swap(out, &mut d.records);
+        std::mem::swap(words, &mut d.words);
+        counts.add_tally(&d.tally);
+        self.records += job.records as u64;
+        ahead.lock().recycle(job.raw, (d.records, d.words));
+        Ok(Some(job.records))
     }
 }
 
@@ -842,6 +1138,11 @@ pub struct XtrWriter<W: Write> {
     last_addr: [u64; 4],
     last_size: [u32; 4],
     records: u64,
+    /// The block being made: `count` records in `block[..blen]` (the rest room for the longest
+    /// record).
+    block: Vec<u8>,
+    blen: usize,
+    count: usize,
 }
 
 const FLUSH_AT: usize = 1 << 16;
@@ -993,7 +1294,17 @@ impl<W: Write> XtrWriter<W> {
         buf.extend_from_slice(&fields);
         let out = CompressedWriter::new(inner, opts.compression)
             .map_err(|e| TraceError::Io { source_name: name.to_string(), error: e })?;
-        Ok(XtrWriter { out, name: name.to_string(), buf, last_addr: [0; 4], last_size: [1; 4], records: 0 })
+        Ok(XtrWriter {
+            out,
+            name: name.to_string(),
+            buf,
+            last_addr: [0; 4],
+            last_size: [1; 4],
+            records: 0,
+            block: vec![0; BLOCK_BYTES + 2 * MARGIN],
+            blen: 0,
+            count: 0,
+        })
     }
 
     /// Records written so far.
@@ -1003,11 +1314,28 @@ impl<W: Write> XtrWriter<W> {
 
     /// Writes an extension record of type `ty` (skipped by readers that do not know it).
     pub fn write_extension(&mut self, ty: u64, payload: &[u8]) -> Result<(), TraceError> {
+        self.end_block();
         self.buf.push(tag::EXTENSION);
         put_varint(&mut self.buf, ty);
         put_varint(&mut self.buf, payload.len() as u64);
         self.buf.extend_from_slice(payload);
         self.flush_if_full()
+    }
+
+    /// Writes the block being made (if it holds a record) as a block record, and starts the
+    /// next from a stream's initial state.
+    fn end_block(&mut self) {
+        if self.count == 0 {
+            return;
+        }
+        self.buf.push(tag::BLOCK);
+        put_varint(&mut self.buf, self.count as u64);
+        put_varint(&mut self.buf, self.blen as u64);
+        self.buf.extend_from_slice(&self.block[..self.blen]);
+        self.count = 0;
+        self.blen = 0;
+        self.last_addr = [0; 4];
+        self.last_size = [1; 4];
     }
 
     fn flush_buf(&mut self) -> Result<(), TraceError> {
@@ -1028,6 +1356,7 @@ impl<W: Write> XtrWriter<W> {
 
     /// Writes the end-of-trace record, ends the compression and returns the inner writer.
     pub fn finish_into_inner(mut self) -> Result<W, TraceError> {
+        self.end_block();
         self.buf.push(tag::END);
         put_varint(&mut self.buf, self.records);
         self.flush_buf()?;
@@ -1037,55 +1366,56 @@ impl<W: Write> XtrWriter<W> {
 }
 
 impl<W: Write> TraceWriter for XtrWriter<W> {
+    /// Writes the records in blocks of [`BLOCK_RECORDS`] ([`tag::BLOCK`]), and objects and
+    /// system calls as extension records between blocks.
     fn write(&mut self, records: &[Record]) -> Result<(), TraceError> {
         let mut event = Vec::with_capacity(MARGIN);
-        for chunk in records.chunks(1024) {
-            // Room for the longest record each, written in place, then cut to what was used.
-            let mut p = self.buf.len();
-            let mut objects = 0u64;
-            self.buf.resize(p + chunk.len() * MARGIN + 16, 0);
-            for r in chunk {
-                match *r {
-                    Record::Access { kind, size, addr } => {
-                        p = encode_access(&mut self.buf, p, &mut self.last_addr, &mut self.last_size, kind, size, addr)
-                    }
-                    Record::Object { .. } | Record::Syscall { .. } => {
-                        // An extension record, not counted (older readers skip it).
-                        event.clear();
-                        let ty = match *r {
-                            Record::Object { id, offset } => {
-                                put_varint(&mut event, id as u64);
-                                put_varint(&mut event, offset);
-                                extension::OBJECT
+        for r in records {
+            match *r {
+                Record::Access { kind, size, addr } => {
+                    self.blen = encode_access(
+                        &mut self.block,
+                        self.blen,
+                        &mut self.last_addr,
+                        &mut self.last_size,
+                        kind,
+                        size,
+                        addr,
+                    );
+                }
+                Record::Object { .. } | Record::Syscall { .. } => {
+                    // An extension record, not counted (older readers skip it).
+                    event.clear();
+                    let ty = match *r {
+                        Record::Object { id, offset } => {
+                            put_varint(&mut event, id as u64);
+                            put_varint(&mut event, offset);
+                            extension::OBJECT
+                        }
+                        Record::Syscall { nr, fd, object, buf, len } => {
+                            for v in [nr as u64, fd as u64, object as u64, buf, len] {
+                                put_varint(&mut event, v);
                             }
-                            Record::Syscall { nr, fd, object, buf, len } => {
-                                for v in [nr as u64, fd as u64, object as u64, buf, len] {
-                                    put_varint(&mut event, v);
-                                }
-                                extension::SYSCALL
-                            }
-                            _ => unreachable!(),
-                        };
-                        let n = event.len();
-                        self.buf[p] = tag::EXTENSION;
-                        p += 1;
-                        event.insert(0, n as u8);
-                        event.insert(0, ty as u8);
-                        self.buf[p..p + event.len()].copy_from_slice(&event);
-                        p += event.len();
-                        objects += 1;
-                    }
-                    ref ev => {
-                        event.clear();
-                        encode_event(&mut event, ev);
-                        self.buf[p..p + event.len()].copy_from_slice(&event);
-                        p += event.len();
-                    }
+                            extension::SYSCALL
+                        }
+                        _ => unreachable!(),
+                    };
+                    self.write_extension(ty, &event)?;
+                    continue;
+                }
+                ref ev => {
+                    event.clear();
+                    encode_event(&mut event, ev);
+                    self.block[self.blen..self.blen + event.len()].copy_from_slice(&event);
+                    self.blen += event.len();
                 }
             }
-            self.buf.truncate(p);
-            self.records += chunk.len() as u64 - objects;
-            self.flush_if_full()?;
+            self.records += 1;
+            self.count += 1;
+            if self.count == BLOCK_RECORDS || self.blen >= BLOCK_BYTES {
+                self.end_block();
+                self.flush_if_full()?;
+            }
         }
         Ok(())
     }
@@ -1105,6 +1435,7 @@ pub fn encode_to_vec(records: &[Record], compression: Compression) -> Result<Vec
 
 #[cfg(test)]
 mod tests {
+    use super::super::BATCH;
     use super::*;
 
     fn decode(bytes: &[u8]) -> Result<Vec<Record>, TraceError> {
@@ -1136,8 +1467,173 @@ mod tests {
             (0..100).map(|i| Record::Access { kind: Kind::Ifetch, size: 4, addr: 0x1000 + 4 * i }).collect();
         let raw = encode_to_vec(&recs, Compression::None).unwrap();
         let header = 12 + raw[8] as usize;
-        // first record: tag, 2 delta bytes, size byte; then 2 bytes each; then END + varint.
-        assert_eq!(raw.len(), header + 4 + 99 * 2 + 2);
+        // The block's header (tag, 100, 202 in two bytes); the first record: tag, 2 delta bytes,
+        // size byte; then 2 bytes each; then END + varint.
+        assert_eq!(raw[header..header + 4], [tag::BLOCK, 100, 202 & 0x7f | 0x80, 1]);
+        assert_eq!(raw.len(), header + 4 + 4 + 99 * 2 + 2);
+    }
+
+    /// A trace of every shape in blocks: accesses of each kind (some across pages), events, and
+    /// extension records that end blocks early.
+    fn blocky_trace() -> Vec<Record> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut recs = Vec::new();
+        for i in 0..30_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let kind = Kind::ALL[(x % 4) as usize];
+            recs.push(Record::Access { kind, size: [4, 8, 1, 300, 8192][(x >> 8) as usize % 5], addr: x >> 20 });
+            match i % 997 {
+                5 => recs.push(Record::ContextSwitch { asid: (i % 3) as u32 }),
+                9 => recs.push(Record::Map { start: x, len: 1 << 20, flags: 3 }),
+                _ => {}
+            }
+            if i % 5003 == 7 {
+                recs.push(Record::Object { id: 2, offset: i });
+            }
+        }
+        recs
+    }
+
+    /// What each batch of `r` gives with `read_batch_words` as `params` say, in batches of
+    /// `max`: the records (those whose word is slow, unless all are), the words and the counts.
+    fn batches(
+        r: &mut dyn TraceReader,
+        max: usize,
+        params: Params,
+    ) -> Result<(Vec<Record>, Vec<u64>, super::super::TraceCounts), TraceError> {
+        let (mut recs, mut words, mut counts) = (Vec::new(), Vec::new(), super::super::TraceCounts::default());
+        let (mut out, mut w) = (Vec::new(), Vec::new());
+        loop {
+            let bw =
+                BatchWords { words: &mut w, shift: params.shift, counts: &mut counts, all_records: params.all_records };
+            let n = r.read_batch_words(&mut out, max, bw)?;
+            if n == 0 {
+                return Ok((recs, words, counts));
+            }
+            assert!(n <= max && out.len() == n && w.len() == n);
+            for (rec, &word) in out.iter().zip(&w) {
+                recs.push(if params.all_records || word == SLOW_WORD { *rec } else { Record::Marker { id: 0 } });
+            }
+            words.extend_from_slice(&w);
+        }
+    }
+
+    /// Reads `raw` with `helpers` threads calling the reader's spare work all along.
+    fn with_helpers<T>(raw: &[u8], helpers: usize, read: impl FnOnce(&mut dyn TraceReader) -> T) -> T {
+        let (s, _) = super::super::open::decompress(raw).unwrap();
+        let mut r = XtrReader::new(s, "t").unwrap();
+        let spare = r.spare_work().expect("an xtr reader decodes blocks for others");
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        if !spare.help() {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            let out = read(&mut r);
+            stop.store(true, Ordering::Relaxed);
+            out
+        })
+    }
+
+    #[test]
+    fn blocks_decoded_by_helpers_give_what_one_thread_gives() {
+        let recs = blocky_trace();
+        for c in [Compression::None, Compression::Zstd] {
+            let raw = encode_to_vec(&recs, c).unwrap();
+            assert_eq!(decode(&raw).unwrap(), recs);
+            for (shift, all_records) in [(12, false), (12, true), (13, false), (21, true)] {
+                let params = Params { shift, all_records };
+                // The reference: the records' words and counts by the generic definition.
+                let mut counts = super::super::TraceCounts::default();
+                let mut want_words = Vec::new();
+                let plain: Vec<Record> = recs.iter().copied().filter(|r| !matches!(r, Record::Object { .. })).collect();
+                counts.add_words(&recs, shift, &mut want_words);
+                let want_recs: Vec<Record> = recs
+                    .iter()
+                    .zip(&want_words)
+                    .map(|(r, &w)| if all_records || w == SLOW_WORD { *r } else { Record::Marker { id: 0 } })
+                    .collect();
+                assert!(plain.len() < recs.len());
+                assert!(shift != 12 || want_words.iter().filter(|&&w| w == SLOW_WORD).count() > 1000);
+                // Batches of a block (queued), and smaller than a block (decoded in place).
+                for (max, helpers) in [(BATCH, 0), (BATCH, 1), (BATCH, 3), (1000, 2)] {
+                    let got = with_helpers(&raw, helpers, |r| batches(r, max, params).unwrap());
+                    assert!(got.1 == want_words, "{c:?} shift {shift} max {max} helpers {helpers}: words");
+                    assert!(got.0 == want_recs, "{c:?} shift {shift} max {max} helpers {helpers}: records");
+                    assert_eq!(got.2, counts, "{c:?} shift {shift} max {max} helpers {helpers}: counts");
+                }
+            }
+            // `read_batch` after `read_batch_words` queued blocks: the records go on in order.
+            let got = with_helpers(&raw, 1, |r| {
+                let (mut out, mut w, mut counts) = (Vec::new(), Vec::new(), super::super::TraceCounts::default());
+                let params = Params { shift: 12, all_records: true };
+                let bw = BatchWords { words: &mut w, shift: 12, counts: &mut counts, all_records: params.all_records };
+                let mut all = Vec::new();
+                r.read_batch_words(&mut out, BATCH, bw).unwrap();
+                all.extend_from_slice(&out);
+                while r.read_batch(&mut out, 700).unwrap() > 0 {
+                    assert!(out.len() <= 700);
+                    all.extend_from_slice(&out);
+                }
+                all
+            });
+            assert!(got == recs, "{c:?}: read_batch after read_batch_words");
+        }
+    }
+
+    /// A raw stream of `body` after a header, ended by an end record counting `count`.
+    fn stream(body: &[u8], count: u64) -> Vec<u8> {
+        let mut raw = encode_to_vec(&[], Compression::None).unwrap();
+        raw.truncate(raw.len() - 2);
+        raw.extend_from_slice(body);
+        raw.extend_from_slice(&[tag::END, count as u8]);
+        raw
+    }
+
+    #[test]
+    fn malformed_blocks_are_errors_at_their_offset_whoever_decodes_them() {
+        let good = [0x49, 0x00, 0x10, 0x04, 0x25, 0x08]; // two loads, 6 bytes
+        let block = |records: u8, bytes: u8, body: &[u8]| [&[tag::BLOCK, records, bytes][..], body].concat();
+        let header = stream(&[], 0).len() - 2;
+        let cases: Vec<(Vec<u8>, u64, &str, usize)> = vec![
+            // One record more than the block holds.
+            (block(3, 6, &good), 2, "records and its length disagree", 0),
+            // One byte more than its records.
+            (block(2, 7, &[&good[..], &[0x04]].concat()), 2, "records and its length disagree", 0),
+            // An extension record inside.
+            (block(3, 9, &[&good[..], &[tag::EXTENSION, 9, 0]].concat()), 3, "other than an access or an event", 6),
+            // Nothing in it, or more than it may hold.
+            (block(0, 0, &[]), 0, "corrupt block: 0 records", usize::MAX),
+            ([&[tag::BLOCK, 1, 0x81, 0x80, 0x10][..], &[0; 8]].concat(), 1, "at most 131072 bytes", usize::MAX),
+            // Cut short.
+            (block(2, 9, &good), 2, "truncated", usize::MAX),
+        ];
+        for (body, count, want, at) in cases {
+            let raw = stream(&body, count);
+            let check = |e: TraceError| {
+                let m = e.to_string();
+                assert!(m.contains(want), "{m}");
+                if at != usize::MAX {
+                    // The offset of the record at fault: the block's records start after its
+                    // 3-byte header.
+                    assert!(m.contains(&format!("offset {}", header + 3 + at)), "{m}");
+                }
+            };
+            check(decode(&raw).unwrap_err());
+            for helpers in [0, 2] {
+                let params = Params { shift: 12, all_records: false };
+                check(with_helpers(&raw, helpers, |r| batches(r, BATCH, params)).unwrap_err());
+            }
+        }
+        // The same block, well formed, reads.
+        assert_eq!(decode(&stream(&block(2, 6, &good), 2)).unwrap().len(), 2);
     }
 
     /// The worked example of docs/trace-format.md.
@@ -1149,7 +1645,8 @@ mod tests {
         ];
         let raw = encode_to_vec(&recs, Compression::None).unwrap();
         let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
-        assert_eq!(&raw[header..], &[0x49, 0x00, 0x10, 0x04, 0x25, 0x08, tag::END, 2]);
+        // In a block of 2 records and 6 bytes.
+        assert_eq!(&raw[header..], &[tag::BLOCK, 2, 6, 0x49, 0x00, 0x10, 0x04, 0x25, 0x08, tag::END, 2]);
     }
 
     /// System call records keep their buffer and length: a descriptor call's, and a

@@ -1,0 +1,159 @@
+//! The blocks of an xtr stream, decoded by whichever thread is free.
+//!
+//! Each block record of an xtr stream ([`super::xtr::tag::BLOCK`]) starts from a stream's initial
+//! state, so it can be decoded without the records before it. A reader that was asked for its
+//! [`SpareWork`] (a run's reader thread) queues the next few blocks as [`Job`]s of raw bytes; a
+//! thread that would otherwise wait for the reader (the simulation, when it is ahead, or an idle
+//! `--jobs` worker) decodes the next waiting one into a batch's records, page words and counts,
+//! and the reader hands the batches out in trace order, decoding those nobody took itself. On a
+//! real program's trace, where decoding is most of the reader's work and the simulation has time
+//! to spare, the decoding is so shared between the cores. Memory stays bounded: at most
+//! [`AHEAD`] blocks wait.
+
+use super::frames::SpareWork;
+use super::{Record, Tally};
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+/// Blocks queued ahead of the batch the reader hands out next.
+pub(super) const AHEAD: usize = 8;
+
+/// What a block decodes into: a batch's records (all of them, or those whose word is
+/// [`super::SLOW_WORD`]), their page words, and their counts.
+pub(super) struct Decoded {
+    pub(super) records: Vec<Record>,
+    pub(super) words: Vec<u64>,
+    pub(super) tally: Tally,
+}
+
+/// How a block is to be decoded: at pages of `2^shift` bytes, every record or not
+/// ([`super::BatchWords`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Params {
+    pub(super) shift: u32,
+    pub(super) all_records: bool,
+}
+
+/// A queued block.
+pub(super) struct Job {
+    /// Its place in the queue's order.
+    seq: u64,
+    /// The block's records, followed by [`super::xtr::MARGIN`] zero bytes (empty while a
+    /// helper decodes it).
+    pub(super) raw: Vec<u8>,
+    /// Bytes of records in `raw`, and how many records they are.
+    pub(super) bytes: usize,
+    pub(super) records: usize,
+    /// Stream offset of the block's first record.
+    pub(super) offset: u64,
+    pub(super) params: Params,
+    pub(super) state: JobState,
+}
+
+pub(super) enum JobState {
+    Waiting,
+    /// A helper is decoding it.
+    Taken,
+    /// Decoded, or what is wrong and its offset in the stream.
+    Done(Result<Decoded, (String, u64)>),
+}
+
+/// The queue, shared by the reader and its helpers.
+#[derive(Default)]
+pub(super) struct Ahead {
+    state: Mutex<Queue>,
+}
+
+#[derive(Default)]
+pub(super) struct Queue {
+    pub(super) jobs: VecDeque<Job>,
+    next_seq: u64,
+    /// Buffers to reuse: raw blocks, and record and word vectors.
+    raws: Vec<Vec<u8>>,
+    outs: Vec<(Vec<Record>, Vec<u64>)>,
+}
+
+impl Queue {
+    /// Queues a block at the end.
+    pub(super) fn push(&mut self, raw: Vec<u8>, bytes: usize, records: usize, offset: u64, params: Params) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.jobs.push_back(Job { seq, raw, bytes, records, offset, params, state: JobState::Waiting });
+    }
+
+    /// A buffer for a raw block.
+    pub(super) fn raw_buffer(&mut self) -> Vec<u8> {
+        self.raws.pop().unwrap_or_default()
+    }
+
+    /// Gives back a job's raw buffer and a batch's vectors.
+    pub(super) fn recycle(&mut self, raw: Vec<u8>, out: (Vec<Record>, Vec<u64>)) {
+        self.raws.push(raw);
+        self.outs.push(out);
+    }
+}
+
+/// A job taken to be decoded outside the lock.
+pub(super) struct Taken {
+    seq: u64,
+    raw: Vec<u8>,
+    bytes: usize,
+    records: usize,
+    offset: u64,
+    params: Params,
+    out: (Vec<Record>, Vec<u64>),
+}
+
+impl Ahead {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the first waiting job of `q`, if any.
+    pub(super) fn take(q: &mut Queue) -> Option<Taken> {
+        let job = q.jobs.iter_mut().find(|j| matches!(j.state, JobState::Waiting))?;
+        job.state = JobState::Taken;
+        let (seq, bytes, records, offset, params) = (job.seq, job.bytes, job.records, job.offset, job.params);
+        let raw = std::mem::take(&mut job.raw);
+        let out = q.outs.pop().unwrap_or_default();
+        Some(Taken { seq, raw, bytes, records, offset, params, out })
+    }
+
+    /// Decodes a taken job (without the lock) and puts the result in its place.
+    pub(super) fn finish(&self, t: Taken) {
+        let Taken { seq, raw, bytes, records, offset, params, out: (mut recs, mut words) } = t;
+        let result = super::xtr::decode_block(&raw, bytes, records, params, &mut recs, &mut words)
+            .map(|tally| Decoded { records: recs, words, tally })
+            .map_err(|(m, at)| (m, offset + at as u64));
+        let mut q = self.lock();
+        let job = q.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
+        job.raw = raw;
+        job.state = JobState::Done(result);
+    }
+}
+
+impl SpareWork for Ahead {
+    /// Decodes the first block nobody has taken, if one is queued.
+    fn help(&self) -> bool {
+        let t = match self.state.try_lock() {
+            Ok(mut q) => Ahead::take(&mut q),
+            Err(_) => None,
+        };
+        match t {
+            Some(t) => {
+                self.finish(t);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Two kinds of spare work, the first preferred.
+pub(super) struct Both(pub(super) std::sync::Arc<dyn SpareWork>, pub(super) std::sync::Arc<dyn SpareWork>);
+
+impl SpareWork for Both {
+    fn help(&self) -> bool {
+        self.0.help() || self.1.help()
+    }
+}
