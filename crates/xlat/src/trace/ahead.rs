@@ -135,17 +135,7 @@ impl Ahead {
 impl SpareWork for Ahead {
     /// Decodes the first block nobody has taken, if one is queued.
     fn help(&self) -> bool {
-        let t = match self.state.try_lock() {
-            Ok(mut q) => Ahead::take(&mut q),
-            Err(_) => None,
-        };
-        match t {
-            Some(t) => {
-                self.finish(t);
-                true
-            }
-            None => false,
-        }
+        super::frames::help_once(&self.state, Ahead::take, |t| self.finish(t))
     }
 }
 

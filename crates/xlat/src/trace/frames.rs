@@ -377,18 +377,22 @@ impl SpareWork for Shared {
     /// Decompresses the next frame not yet taken, if there is room for it ahead; never waits
     /// for the lock (the reader may hold it while it reads the input).
     fn help(&self) -> bool {
-        let t = match self.state.try_lock() {
-            Ok(mut s) => s.take(),
-            Err(_) => None,
-        };
-        match t {
-            Some(t) => {
-                self.finish(t);
-                true
-            }
-            None => false,
-        }
+        help_once(&self.state, State::take, |t| self.finish(t))
     }
+}
+
+/// One piece of spare work: takes it from `state` with `take` if the lock is free (never
+/// waiting for it), then does it with `finish` outside the lock; whether there was one.
+pub(super) fn help_once<S, T>(
+    state: &Mutex<S>,
+    take: impl FnOnce(&mut S) -> Option<T>,
+    finish: impl FnOnce(T),
+) -> bool {
+    let t = match state.try_lock() {
+        Ok(mut s) => take(&mut s),
+        Err(_) => None,
+    };
+    t.map(finish).is_some()
 }
 
 impl Read for Frames {

@@ -247,7 +247,7 @@ const CAP: usize = 1 << 18;
 const PAD: usize = 32;
 /// Most records of a block record.
 pub const MAX_BLOCK_RECORDS: u64 = 1 << 16;
-/// Most bytes of a block record after its header (its tags and payloads).
+/// Most bytes of a block record after its header (its records).
 pub const MAX_BLOCK_BYTES: u64 = 1 << 17;
 /// Records per block that [`XtrWriter`] writes (fewer in a block that an extension record or
 /// the end cuts short, or whose bytes reach [`BLOCK_BYTES`]): a batch's worth.
