@@ -1,7 +1,8 @@
 """The benchmark's libCacheSim anchor: its LRU with ENTRIES objects of size 1 over the page
 stream in oracleGeneral format (written by the `pages` example), run by libCacheSim's C core
-(`process_trace`). Usage: python libcachesim_lru.py PAGES.oracleGeneral [ENTRIES]
-Prints: lookups misses seconds (best of 3; each run reads the file through libCacheSim's reader)."""
+(`process_trace`). Usage: python libcachesim_lru.py PAGES.oracleGeneral [ENTRIES [RUNS]]
+Prints: lookups misses seconds (best of RUNS, default 3; each run reads the file through
+libCacheSim's reader)."""
 import sys
 import time
 
@@ -9,8 +10,9 @@ import libcachesim as lcs
 
 path = sys.argv[1]
 entries = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 best = None
-for _ in range(3):
+for _ in range(runs):
     reader = lcs.TraceReader(path, lcs.TraceType.ORACLE_GENERAL_TRACE)
     cache = lcs.LRU(cache_size=entries)
     t = time.perf_counter()

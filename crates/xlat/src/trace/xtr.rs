@@ -14,9 +14,7 @@
 //! those bytes follow the tag little-endian, then (if bit 6 is set) the size as one byte, or
 //! `0` and a `u32le` for sizes above 255. Without bit 6 the size repeats the previous size of
 //! that kind. Decoding therefore needs one table lookup and one unaligned 8-byte load per
-//! access, with no loop over varint bytes. (The decoder here also takes the length of the two
-//! commonest shapes by branches: a table lookup for the length would chain each record's
-//! position to the previous record's loads.)
+//! access, with no loop over varint bytes, and no branch on a record's shape.
 //!
 //! Event records (`0x80..=0x88`) carry LEB128 varints; `0xfe` is a skippable extension record;
 //! `0xff` ends the trace with the number of records, so a truncated file is an error.
@@ -133,8 +131,6 @@ struct TagInfo {
     kind_one: u64,
     /// All ones if an explicit size follows (bit 6), else 0.
     pick: u32,
-    /// Where the explicit size byte is if there is one (the tag's length less 1, below 16).
-    size_at: u8,
     /// Kind code (bits 0-1).
     k: u8,
     /// 1 for a data reference (any kind but an instruction fetch), else 0.
@@ -143,7 +139,7 @@ struct TagInfo {
 
 /// [`TagInfo`] by access tag.
 static TAGS: [TagInfo; 128] = {
-    let mut t = [TagInfo { mask: 0, neg: 0, kind_one: 0, pick: 0, size_at: 0, k: 0, data: 0 }; 128];
+    let mut t = [TagInfo { mask: 0, neg: 0, kind_one: 0, pick: 0, k: 0, data: 0 }; 128];
     let mut tag = 0;
     while tag < 128 {
         let (mask, neg) = DELTA[(tag >> 2) & 15];
@@ -153,7 +149,6 @@ static TAGS: [TagInfo; 128] = {
             neg,
             kind_one: 1 << (16 * k),
             pick: if tag & SIZE_FLAG as usize != 0 { u32::MAX } else { 0 },
-            size_at: ACCESS_LEN[tag] - 1,
             k: k as u8,
             data: (k != 0) as u8,
         };
@@ -335,23 +330,20 @@ fn decode_run<S: Sink>(
             let t = w[0];
             if t <= tag::ACCESS_MAX {
                 let info = &TAGS[(t & 0x7f) as usize];
-                // The length by branches for the two commonest shapes (a one-byte forward delta,
-                // with and without a size), else from the byte table: predicted, the branches
-                // let the next record's decoding start before a table is read, which would
-                // chain each record to the previous one's loads.
-                let mut len = match t & 0x7c {
-                    0x44 => 3,
-                    0x04 => 2,
-                    _ => ACCESS_LEN[(t & 0x7f) as usize] as usize,
-                };
-                let k = (info.k & 3) as usize;
+                // The length from the byte table, with no branch: branches on the commonest
+                // shapes (tried) mispredict on real traces, whose shapes alternate, and cost
+                // more than the load they save on the chain from one record to the next.
+                let mut len = ACCESS_LEN[(t & 0x7f) as usize] as usize;
+                // The kind from the tag itself rather than the table row, so that the kind's
+                // last address and size are addressed as soon as the tag is read.
+                let k = (t & 3) as usize;
                 let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & info.mask;
                 let addr = la[k].wrapping_add((raw ^ info.neg).wrapping_sub(info.neg));
                 la[k] = addr;
-                // The explicit size byte if bit 6 says one follows, else the kind's last size,
-                // picked without a branch (which would mispredict on traces whose sizes vary,
-                // x86 instruction fetches).
-                let explicit = w[(info.size_at & 15) as usize] as u32;
+                // The explicit size byte (the record's last, if bit 6 says one follows), else
+                // the kind's last size, picked without a branch (which would mispredict on
+                // traces whose sizes vary, x86 instruction fetches).
+                let explicit = w[(len - 1) & 15] as u32;
                 let mut size = ls[k] ^ ((ls[k] ^ explicit) & info.pick);
                 if size == 0 {
                     size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
