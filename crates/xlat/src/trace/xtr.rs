@@ -390,6 +390,28 @@ struct InBlock {
     end: usize,
 }
 
+/// Evaluates `$body` with `$sink` the [`Words`] sink of `$words` for `$all` (every record
+/// written or not) and page shift `$shift`: one build of the decoding loop that writes every
+/// record, one for 4 KiB pages (the shift a constant) and one for other page sizes.
+macro_rules! with_words_sink {
+    ($all:expr, $shift:expr, $words:expr, |$sink:ident| $body:expr) => {
+        match ($all, $shift) {
+            (true, _) => {
+                let $sink = Words::<true, 0>::new($words, $shift);
+                $body
+            }
+            (false, 12) => {
+                let $sink = Words::<false, 12>::new($words, $shift);
+                $body
+            }
+            (false, _) => {
+                let $sink = Words::<false, 0>::new($words, $shift);
+                $body
+            }
+        }
+    };
+}
+
 /// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
 /// bytes), from a stream's initial state into `recs` and `words` as `params` say; returns their
 /// counts, or what is wrong and where in the block.
@@ -410,23 +432,10 @@ pub(super) fn decode_block(
     }
     let (mut la, mut ls, mut n) = ([0; 4], [1; 4], 0);
     let (out, ws, shift) = (&mut recs[..records], &mut words[..records], params.shift);
-    let (pos, start, stop, tally) = match (params.all_records, shift) {
-        (true, _) => {
-            let sink = Words::<true, 0>::new(ws, shift);
-            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
-            (p, s, stop, sink.tally)
-        }
-        (false, 12) => {
-            let sink = Words::<false, 12>::new(ws, shift);
-            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
-            (p, s, stop, sink.tally)
-        }
-        (false, _) => {
-            let sink = Words::<false, 0>::new(ws, shift);
-            let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
-            (p, s, stop, sink.tally)
-        }
-    };
+    let (pos, start, stop, tally) = with_words_sink!(params.all_records, shift, ws, |sink| {
+        let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
+        (p, s, stop, sink.tally)
+    });
     match stop {
         Stop::Limit => {}
         Stop::Special => return Err((not_in_block(raw[start]), start)),
@@ -1017,20 +1026,10 @@ impl<R: Read + Send> XtrReader<R> {
         let (words, shift) = (&mut w.words[..max], w.shift);
         // `out[..max]` and `words` (of length `max`): the sink's bound.
         let batch = &mut out[..max];
-        let (result, tally) = match (w.all_records, shift) {
-            (true, _) => {
-                let mut sink = Words::<true, 0>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
-            }
-            (false, 12) => {
-                let mut sink = Words::<false, 12>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
-            }
-            (false, _) => {
-                let mut sink = Words::<false, 0>::new(words, shift);
-                (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
-            }
-        };
+        let (result, tally) = with_words_sink!(w.all_records, shift, words, |sink| {
+            let mut sink = sink;
+            (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
+        });
         out.truncate(n);
         w.words.truncate(n);
         result?;
