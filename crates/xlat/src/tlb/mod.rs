@@ -242,6 +242,8 @@ pub struct Tlb {
     frames: Vec<u64>,
     /// The recent-hit filter: see [`Filter`].
     filter: Filter,
+    /// The uses [`Tlb::fa_lru_run`] has not yet applied to `order`: see [`Deferred`].
+    deferred: Deferred,
     /// Fully associative, LRU, base-page entries: fills take [`Tlb::fill_fa_lru`].
     fa_lru: bool,
     /// [`Tlb::fa_lru_lookup`], kept up to date by [`Tlb::refresh_fa_lru_lookup`] wherever
@@ -416,6 +418,7 @@ impl Tlb {
             block_log,
             frames,
             filter: Filter::new(policy),
+            deferred: Deferred::new(if sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru { n } else { 0 }),
             fa_lru: sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru && format == Format::Single,
             fa_lru_lookup: false,
         };
@@ -539,7 +542,9 @@ impl Tlb {
     /// a hit a move to the head of the order list as [`Tlb::lookup_fa_lru`] makes it, and on a
     /// miss the fill [`Tlb::fill_fa_lru`] makes. `FILTER` only changes how fast. With it, the
     /// filter is held in registers and its hits take a loop of their own (fast where most
-    /// lookups repeat one of the two pages hit last: real programs). Without it, the run
+    /// lookups repeat one of the two pages hit last: real programs), and the moves to the head
+    /// are recorded and applied in order before a fill and at the end ([`Deferred`]). Without
+    /// it, the run
     /// commits the filter's pending hits and empties it first, and no lookup tests it (fast
     /// where fewer do: the filter's upkeep costs more than it saves); hits on the two most
     /// recent entries are counted instead (`recent_hits`), for the engine's choice.
@@ -568,7 +573,7 @@ impl Tlb {
             self.filter.clear();
         }
         let mut run = self.filter_run(asid);
-        let Tlb { index, order, slots, filter: f, size_count, present, .. } = self;
+        let Tlb { index, order, slots, filter: f, size_count, present, deferred, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
         let start = i;
         let mut data_refs = 0;
@@ -626,14 +631,14 @@ impl Tlb {
                     break;
                 }
             };
-            // `commit_fa_lru` of the run's pending hits.
+            // `commit_fa_lru` of the run's pending hits, recorded for the list (`Deferred`).
             if FILTER && run.pending[0] | run.pending[1] {
                 let last = run.last & 1;
                 if run.pending[1 - last] {
-                    order.move_to_head(0, f.slot[1 - last]);
+                    deferred.record(f.slot[1 - last]);
                 }
                 if run.pending[last] {
-                    order.move_to_head(0, f.slot[last]);
+                    deferred.record(f.slot[last]);
                 }
                 run.pending = [false; 2];
             }
@@ -643,8 +648,9 @@ impl Tlb {
                     i += 1;
                     continue;
                 }
-                // `lookup_fa_lru`'s move and filter entry (in the filter and in the run).
-                order.move_to_head(0, slot);
+                // `lookup_fa_lru`'s move (recorded) and filter entry (in the filter and in the
+                // run).
+                deferred.record(slot);
                 let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
                 f.tag[k] = vpn;
                 f.slot[k] = slot;
@@ -653,7 +659,11 @@ impl Tlb {
                 run.tag[k] = vpn;
                 run.last = k;
             } else if let Some(pte) = pte {
-                // `fill_fa_lru` of a process's base-page entry: the tail makes room.
+                // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the
+                // list has the uses recorded.
+                if FILTER && !deferred.used.is_empty() {
+                    deferred.apply(order);
+                }
                 let slot = order.tail(0);
                 let s = slot as usize;
                 let old = &slots[s];
@@ -684,6 +694,9 @@ impl Tlb {
                 misses.fills += 1;
             }
             i += 1;
+        }
+        if FILTER && !deferred.used.is_empty() {
+            deferred.apply(order);
         }
         *n += (i - start) as u64;
         *n_data += data_refs;
@@ -1326,6 +1339,57 @@ impl Tlb {
             }
         }
         out
+    }
+}
+
+/// Uses of the entries of a fully associative LRU TLB that [`Tlb::fa_lru_run`] has recorded
+/// but not yet applied to the order list: each used slot with the time of its last use. Moving
+/// a slot to the head of the list is a chain of dependent loads and stores through its
+/// neighbours; recording the use is one store. The list is brought up to date
+/// ([`Deferred::apply`]) before anything reads it (a fill takes its tail) and when the run ends,
+/// by moving the used slots to the head in the order of their last uses: under LRU that is
+/// exactly the list that moving each at its use gives, the slots used since the last update
+/// being the most recent of all, in that order, and the others keeping theirs.
+#[derive(Clone, Debug)]
+struct Deferred {
+    /// Time of each slot's last use since the last update, 0 if none.
+    time: Box<[u32]>,
+    /// The slots with a time, in any order (each at most once, so `entries` of room).
+    used: Vec<u32>,
+    /// The time of the next use.
+    now: u32,
+}
+
+impl Deferred {
+    /// For a TLB of `entries` slots (0 for a TLB that never defers).
+    fn new(entries: usize) -> Deferred {
+        Deferred { time: vec![0; entries].into_boxed_slice(), used: Vec::with_capacity(entries), now: 1 }
+    }
+
+    /// Records a use of `slot` (below the TLB's entries).
+    #[inline(always)]
+    fn record(&mut self, slot: u32) {
+        let t = &mut self.time[slot as usize];
+        if *t == 0 {
+            // At most once per slot between updates: within the capacity.
+            debug_assert!(self.used.len() < self.used.capacity());
+            self.used.push(slot);
+        }
+        *t = self.now;
+        self.now += 1;
+    }
+
+    /// Applies the recorded uses to `order` (one set), oldest first.
+    #[inline(never)]
+    fn apply(&mut self, order: &mut Order) {
+        let Deferred { time, used, now } = self;
+        used.sort_unstable_by_key(|&s| time[s as usize]);
+        for &s in used.iter() {
+            order.move_to_head(0, s);
+            time[s as usize] = 0;
+        }
+        used.clear();
+        *now = 1;
     }
 }
 
