@@ -400,6 +400,7 @@ impl Tlb {
         };
         let sets = entries / ways;
         let n = entries as usize;
+        let fa_lru = sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru && format == Format::Single;
         let mut tlb = Tlb {
             geometry,
             format,
@@ -418,8 +419,8 @@ impl Tlb {
             block_log,
             frames,
             filter: Filter::new(policy),
-            deferred: Deferred::new(if sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru { n } else { 0 }),
-            fa_lru: sets == 1 && ways > SCAN_WAYS && policy == Policy::Lru && format == Format::Single,
+            deferred: Deferred::new(if fa_lru { n } else { 0 }),
+            fa_lru,
             fa_lru_lookup: false,
         };
         tlb.refresh_fa_lru_lookup();
