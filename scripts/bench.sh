@@ -52,13 +52,14 @@ kind = "radix"
 TOML
 for i in 2 3 4; do sed "s/^name = \"fa64\"/name = \"fa64-$i\"/" "$D/fa64.toml" > "$D/fa64-$i.toml"; done
 
+secs() { # wall seconds of one run of "$@"
+  local s e
+  s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+  echo "$e - $s" | bc -l
+}
+least() { printf "%s\n" "$@" | sort -g | head -1; }
 best() { # best wall seconds of 3 runs of "$@"
-  local b=999 s e t
-  for _ in 1 2 3; do
-    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
-    t=$(echo "$e - $s" | bc -l); if (( $(echo "$t < $b" | bc -l) )); then b=$t; fi
-  done
-  echo "$b"
+  least "$(secs "$@")" "$(secs "$@")" "$(secs "$@")"
 }
 count() { "$X" info --quick --json - "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["references"], d["input_bytes"])'; }
 lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["configs"][0]; print(d["trace"]["lookups"], c["tlb"][0]["misses"])'; }
@@ -194,13 +195,11 @@ if want anchors; then
     # three alike; the best of each over the rounds.
     tx=999 cs=999 ls=999
     for _ in $(seq "${BENCH_ROUNDS:-5}"); do
-      tx=$(printf "%s\n%s\n" "$tx" "$(
-        s=$(date +%s.%N); "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr" > /dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc -l
-      )" | sort -g | head -1)
+      tx=$(least "$tx" "$(secs "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")")
       read -r cn cm c < <("$D/fa_lru" "$D/$t.pages.u64" 64)
       read -r ln lm l < <("$V/bin/python" benches/libcachesim_lru.py "$D/$t.pages.og" 64 1)
-      cs=$(printf "%s\n%s\n" "$cs" "$c" | sort -g | head -1)
-      ls=$(printf "%s\n%s\n" "$ls" "$l" | sort -g | head -1)
+      cs=$(least "$cs" "$c")
+      ls=$(least "$ls" "$l")
     done
     [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
       echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2

@@ -662,7 +662,7 @@ impl Tlb {
             } else if let Some(pte) = pte {
                 // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the
                 // list has the uses recorded.
-                if FILTER && !deferred.used.is_empty() {
+                if FILTER {
                     deferred.apply(order);
                 }
                 let slot = order.tail(0);
@@ -696,7 +696,7 @@ impl Tlb {
             }
             i += 1;
         }
-        if FILTER && !deferred.used.is_empty() {
+        if FILTER {
             deferred.apply(order);
         }
         *n += (i - start) as u64;
@@ -1380,9 +1380,16 @@ impl Deferred {
         self.now += 1;
     }
 
-    /// Applies the recorded uses to `order` (one set), oldest first.
-    #[inline(never)]
+    /// Applies the recorded uses, if any, to `order` (one set), oldest first.
+    #[inline(always)]
     fn apply(&mut self, order: &mut Order) {
+        if !self.used.is_empty() {
+            self.apply_all(order);
+        }
+    }
+
+    #[inline(never)]
+    fn apply_all(&mut self, order: &mut Order) {
         let Deferred { time, used, now } = self;
         used.sort_unstable_by_key(|&s| time[s as usize]);
         for &s in used.iter() {
