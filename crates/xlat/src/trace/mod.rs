@@ -396,7 +396,7 @@ impl Tally {
         // Within its page if its offset there plus its size stays in the page (which also
         // sends an access that wraps round the top of the address space to `spanning`).
         let mask = (1u64 << shift) - 1;
-        if (addr & mask) + (size as u64 - 1) <= mask {
+        if (addr & mask) + size as u64 <= mask + 1 {
             return (addr >> shift) << 1 | data;
         }
         self.spanning(Kind::ALL[k & 3], addr, addr.wrapping_add(size as u64 - 1), shift)

@@ -109,7 +109,7 @@ static DELTA: [(u64, u64); 16] = {
 /// Length of an access record by tag: the tag, the delta bytes and, with bit 6, the size byte
 /// (the escaped size, size byte 0, adds 4). A table of bytes: the next record's position
 /// waits on this load, so it is kept as short as it can be.
-static ACCESS_LEN: [u8; 128] = {
+const ACCESS_LEN: [u8; 128] = {
     let mut t = [0u8; 128];
     let mut tag = 0;
     while tag < 128 {
@@ -119,8 +119,8 @@ static ACCESS_LEN: [u8; 128] = {
     t
 };
 
-/// What an access tag says but its length ([`ACCESS_LEN`]), from one table row: one load per
-/// field, no arithmetic on the tag in the decoding loop.
+/// What an access tag says but its length ([`ACCESS_LEN`]) and its kind (bits 0-1), from one
+/// table row: one load per field.
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct TagInfo {
@@ -131,15 +131,11 @@ struct TagInfo {
     kind_one: u64,
     /// All ones if an explicit size follows (bit 6), else 0.
     pick: u32,
-    /// Kind code (bits 0-1).
-    k: u8,
-    /// 1 for a data reference (any kind but an instruction fetch), else 0.
-    data: u8,
 }
 
 /// [`TagInfo`] by access tag.
-static TAGS: [TagInfo; 128] = {
-    let mut t = [TagInfo { mask: 0, neg: 0, kind_one: 0, pick: 0, k: 0, data: 0 }; 128];
+const TAGS: [TagInfo; 128] = {
+    let mut t = [TagInfo { mask: 0, neg: 0, kind_one: 0, pick: 0 }; 128];
     let mut tag = 0;
     while tag < 128 {
         let (mask, neg) = DELTA[(tag >> 2) & 15];
@@ -149,13 +145,21 @@ static TAGS: [TagInfo; 128] = {
             neg,
             kind_one: 1 << (16 * k),
             pick: if tag & SIZE_FLAG as usize != 0 { u32::MAX } else { 0 },
-            k: k as u8,
-            data: (k != 0) as u8,
         };
         tag += 1;
     }
     t
 };
+
+/// [`ACCESS_LEN`] and [`TAGS`] in one static, so that the decoding loop addresses both from one
+/// register.
+#[repr(C)]
+struct AccessTables {
+    tags: [TagInfo; 128],
+    len: [u8; 128],
+}
+
+static ACCESS: AccessTables = AccessTables { tags: TAGS, len: ACCESS_LEN };
 
 /// The decoded header of an xtr stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -293,6 +297,29 @@ fn kind_of(k: usize) -> Kind {
     Kind::ALL[k & 3]
 }
 
+/// The offset in `buf` of `p`, a pointer into it or one past its end.
+#[inline(always)]
+fn at(buf: &[u8], p: *const u8) -> usize {
+    p as usize - buf.as_ptr() as usize
+}
+
+/// `out[i] = r`: in line for a sink that has every record written, else out of the decoding
+/// loop, which then keeps no pointer into `out` (most records are not written).
+#[inline(always)]
+fn put<S: Sink>(out: &mut [Record], i: usize, r: Record) {
+    if S::ALL {
+        out[i] = r;
+    } else {
+        put_rare(out, i, r);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn put_rare(out: &mut [Record], i: usize, r: Record) {
+    out[i] = r;
+}
+
 /// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room.
 /// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
 /// looked at, why it stopped, and the sink (taken and given back by value, so that its counts
@@ -321,19 +348,21 @@ fn decode_run<S: Sink>(
         if pos >= lim {
             break Stop::Limit;
         }
-        while pos < lim {
-            debug_assert!(i < out.len());
-            start = pos;
-            // SAFETY: `pos < limit` (above) and `buf.len() == limit + MARGIN` with `MARGIN >= 16`,
-            // so the 16 bytes from `pos` are inside `buf`.
-            let w: &[u8; 16] = unsafe { &*(buf.as_ptr().add(pos) as *const [u8; 16]) };
+        // The loop holds the record's address rather than `buf` and `pos`, and tests it at the
+        // end, where the last record's start is `p - len`: two registers fewer.
+        let (mut p, end) = (buf[pos..].as_ptr(), buf[lim..].as_ptr());
+        loop {
+            debug_assert!(i < out.len() && p < end);
+            // SAFETY: `p < end`, which is `buf`'s byte `lim <= limit`, and `buf.len() == limit +
+            // MARGIN` with `MARGIN >= 16`, so the 16 bytes from `p` are inside `buf`.
+            let w: &[u8; 16] = unsafe { &*(p as *const [u8; 16]) };
             let t = w[0];
-            if t <= tag::ACCESS_MAX {
-                let info = &TAGS[(t & 0x7f) as usize];
+            let len = if t <= tag::ACCESS_MAX {
+                let info = &ACCESS.tags[(t & 0x7f) as usize];
                 // The length from the byte table, with no branch: branches on the commonest
                 // shapes (tried) mispredict on real traces, whose shapes alternate, and cost
                 // more than the load they save on the chain from one record to the next.
-                let mut len = ACCESS_LEN[(t & 0x7f) as usize] as usize;
+                let mut len = ACCESS.len[(t & 0x7f) as usize] as usize;
                 // The kind from the tag itself rather than the table row, so that the kind's
                 // last address and size are addressed as soon as the tag is read.
                 let k = (t & 3) as usize;
@@ -349,27 +378,43 @@ fn decode_run<S: Sink>(
                     size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
                     len += 4;
                     if size == 0 {
+                        pos = at(buf, p);
+                        start = pos;
                         break 'run Stop::Bad("access of size 0", len);
                     }
                 }
                 ls[k] = size;
-                if sink.access(i, info, size, addr) {
-                    out[i] = Record::Access { kind: kind_of(k), size, addr };
+                if sink.access(i, k, info, size, addr) {
+                    put::<S>(out, i, Record::Access { kind: kind_of(k), size, addr });
                 }
-                pos += len;
-            } else if t <= tag::THREAD {
-                match decode_event(&buf[pos + 1..pos + MARGIN], t) {
-                    Ok((rec, len)) => {
-                        out[i] = rec;
-                        sink.event(i);
-                        pos += 1 + len;
-                    }
-                    Err((m, len)) => break 'run Stop::Bad(m, 1 + len),
-                }
+                len
             } else {
-                break 'run Stop::Special;
-            }
+                pos = at(buf, p);
+                if t <= tag::THREAD {
+                    match decode_event(&buf[pos + 1..pos + MARGIN], t) {
+                        Ok((rec, len)) => {
+                            put::<S>(out, i, rec);
+                            sink.event(i);
+                            1 + len
+                        }
+                        Err((m, len)) => {
+                            start = pos;
+                            break 'run Stop::Bad(m, 1 + len);
+                        }
+                    }
+                } else {
+                    start = pos;
+                    break 'run Stop::Special;
+                }
+            };
+            // SAFETY: `len <= MARGIN`: `p + len` is inside `buf` or one past its end.
+            p = unsafe { p.add(len) };
             i += 1;
+            if p >= end {
+                pos = at(buf, p);
+                start = pos - len;
+                break;
+            }
         }
     };
     *n = i;
@@ -463,16 +508,19 @@ fn not_in_block(t: u8) -> String {
 /// What the decoder does with each record it decodes for `out[i]`, besides writing it. Passed
 /// by value ([`decode_run`]), so a sink is a few plain values.
 trait Sink: Copy {
-    /// An access of the kind and tag `info` describes and `size >= 1`; returns whether its
-    /// record is to be written.
-    fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool;
+    /// Whether [`Sink::access`] always returns true.
+    const ALL: bool;
+    /// An access of kind code `k` (`kind as usize`), tag row `info` and `size >= 1`; returns
+    /// whether its record is to be written.
+    fn access(&mut self, i: usize, k: usize, info: &TagInfo, size: u32, addr: u64) -> bool;
     fn event(&mut self, i: usize);
 }
 
 /// Nothing ([`TraceReader::read_batch`]).
 impl Sink for () {
+    const ALL: bool = true;
     #[inline(always)]
-    fn access(&mut self, _: usize, _: &TagInfo, _: u32, _: u64) -> bool {
+    fn access(&mut self, _: usize, _: usize, _: &TagInfo, _: u32, _: u64) -> bool {
         true
     }
     #[inline(always)]
@@ -503,10 +551,13 @@ impl<'a, const ALL: bool, const SHIFT: u32> Words<'a, ALL, SHIFT> {
 }
 
 impl<const ALL: bool, const SHIFT: u32> Sink for Words<'_, ALL, SHIFT> {
+    const ALL: bool = ALL;
     #[inline(always)]
-    fn access(&mut self, i: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
+    fn access(&mut self, i: usize, k: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
         let shift = if SHIFT != 0 { SHIFT } else { self.shift };
-        let w = self.tally.access_coded(info.k as usize, info.kind_one, info.data as u64, size, addr, shift);
+        // The data bit (kind 0, instruction fetches, is the one kind that is not data)
+        // computed rather than loaded: loads are the scarcer resource in this loop.
+        let w = self.tally.access_coded(k, info.kind_one, (k as u64 + 3) >> 2, size, addr, shift);
         // SAFETY: `i < out.len() <= words.len()` ([`Words::new`], `read_batch_words`).
         unsafe { *self.words.add(i) = w };
         ALL || w == SLOW_WORD
