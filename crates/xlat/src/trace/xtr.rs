@@ -379,7 +379,6 @@ fn decode_run<S: Sink>(
                     len += 4;
                     if size == 0 {
                         pos = at(buf, p);
-                        start = pos;
                         break 'run Stop::Bad("access of size 0", len);
                     }
                 }
@@ -397,13 +396,9 @@ fn decode_run<S: Sink>(
                             sink.event(i);
                             1 + len
                         }
-                        Err((m, len)) => {
-                            start = pos;
-                            break 'run Stop::Bad(m, 1 + len);
-                        }
+                        Err((m, len)) => break 'run Stop::Bad(m, 1 + len),
                     }
                 } else {
-                    start = pos;
                     break 'run Stop::Special;
                 }
             };
@@ -417,6 +412,10 @@ fn decode_run<S: Sink>(
             }
         }
     };
+    // A record that stops the run is not consumed: `pos` is its start.
+    if !matches!(stop, Stop::Limit) {
+        start = pos;
+    }
     *n = i;
     *last_addr = la;
     *last_size = ls;
