@@ -119,10 +119,12 @@ impl Ahead {
         Some(Taken { seq, raw, bytes, records, offset, params, out })
     }
 
-    /// Decodes a taken job (without the lock) and puts the result in its place.
-    pub(super) fn finish(&self, t: Taken) {
+    /// Decodes a taken job (without the lock) and puts the result in its place; `for_others`
+    /// if the thread that decodes it is not the one that reads its batch (the reader, for its
+    /// simulation thread), which [`super::xtr::decode_block`] then stores around its cache.
+    pub(super) fn finish(&self, t: Taken, for_others: bool) {
         let Taken { seq, raw, bytes, records, offset, params, out: (mut recs, mut words) } = t;
-        let result = super::xtr::decode_block(&raw, bytes, records, params, &mut recs, &mut words)
+        let result = super::xtr::decode_block(&raw, bytes, records, params, &mut recs, &mut words, for_others)
             .map(|tally| Decoded { records: recs, words, tally })
             .map_err(|(m, at)| (m, offset + at as u64));
         let mut q = self.lock();
@@ -135,7 +137,8 @@ impl Ahead {
 impl SpareWork for Ahead {
     /// Decodes the first block nobody has taken, if one is queued.
     fn help(&self) -> bool {
-        super::frames::help_once(&self.state, Ahead::take, |t| self.finish(t))
+        // The helper is, in a run, the thread that reads the batch (or one of them).
+        super::frames::help_once(&self.state, Ahead::take, |t| self.finish(t, false))
     }
 }
 

@@ -435,31 +435,78 @@ struct InBlock {
 }
 
 /// Evaluates `$body` with `$sink` the [`Words`] sink of `$words` for `$all` (every record
-/// written or not) and page shift `$shift`: one build of the decoding loop that writes every
-/// record, one for 4 KiB pages (the shift a constant) and one for other page sizes.
+/// written or not) and page shift `$shift`, storing as `$nt` says ([`Words`]): one build of the
+/// decoding loop that writes every record, one for 4 KiB pages (the shift a constant) and one
+/// for other page sizes.
 macro_rules! with_words_sink {
-    ($all:expr, $shift:expr, $words:expr, |$sink:ident| $body:expr) => {
+    ($all:expr, $shift:expr, $nt:tt, $words:expr, |$sink:ident| $body:expr) => {
         match ($all, $shift) {
             (true, _) => {
-                let $sink = Words::<true, 0>::new($words, $shift);
+                let $sink = Words::<true, 0, $nt>::new($words, $shift);
                 $body
             }
             (false, 12) => {
-                let $sink = Words::<false, 12>::new($words, $shift);
+                let $sink = Words::<false, 12, $nt>::new($words, $shift);
                 $body
             }
             (false, _) => {
-                let $sink = Words::<false, 0>::new($words, $shift);
+                let $sink = Words::<false, 0, $nt>::new($words, $shift);
                 $body
             }
         }
     };
 }
 
+/// Stores `w` at `p`; with `NT`, around the cache (a non-temporal store, on x86-64), for words
+/// that another thread is to read: the storing thread then neither waits to own the line (which
+/// the other thread read last, when the buffer was used before) nor keeps it.
+#[inline(always)]
+fn store_word<const NT: bool>(p: *mut u64, w: u64) {
+    #[cfg(target_arch = "x86_64")]
+    if NT {
+        // SAFETY: as for the plain store below (the caller's); `_mm_stream_si64` is SSE2, which
+        // every x86-64 processor has.
+        unsafe { std::arch::x86_64::_mm_stream_si64(p as *mut i64, w as i64) };
+        return;
+    }
+    // SAFETY: the caller's: `p` is valid for a write of a `u64`.
+    unsafe { *p = w };
+}
+
+/// Orders the non-temporal stores made so far ([`store_word`]) before any later store, such as
+/// the one that hands the words to another thread.
+#[inline(always)]
+fn fence_words<const NT: bool>() {
+    #[cfg(target_arch = "x86_64")]
+    if NT {
+        // SAFETY: SSE, which every x86-64 processor has.
+        unsafe { std::arch::x86_64::_mm_sfence() };
+    }
+}
+
 /// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
 /// bytes), from a stream's initial state into `recs` and `words` as `params` say; returns their
-/// counts, or what is wrong and where in the block.
+/// counts, or what is wrong and where in the block. With `for_others`, the words are for
+/// another thread (a reader's for its simulation) and are stored around this thread's cache
+/// ([`store_word`]).
 pub(super) fn decode_block(
+    raw: &[u8],
+    bytes: usize,
+    records: usize,
+    params: Params,
+    recs: &mut Vec<Record>,
+    words: &mut Vec<u64>,
+    for_others: bool,
+) -> Result<Tally, (String, usize)> {
+    if for_others {
+        decode_block_storing::<true>(raw, bytes, records, params, recs, words)
+    } else {
+        decode_block_storing::<false>(raw, bytes, records, params, recs, words)
+    }
+}
+
+/// [`decode_block`], storing the words as `NT` says ([`store_word`]).
+fn decode_block_storing<const NT: bool>(
     raw: &[u8],
     bytes: usize,
     records: usize,
@@ -476,10 +523,11 @@ pub(super) fn decode_block(
     }
     let (mut la, mut ls, mut n) = ([0; 4], [1; 4], 0);
     let (out, ws, shift) = (&mut recs[..records], &mut words[..records], params.shift);
-    let (pos, start, stop, tally) = with_words_sink!(params.all_records, shift, ws, |sink| {
+    let (pos, start, stop, tally) = with_words_sink!(params.all_records, shift, NT, ws, |sink| {
         let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
         (p, s, stop, sink.tally)
     });
+    fence_words::<NT>();
     match stop {
         Stop::Limit => {}
         Stop::Special => return Err((not_in_block(raw[start]), start)),
@@ -530,9 +578,9 @@ impl Sink for () {
 /// every access record if `ALL`, else those whose word is [`SLOW_WORD`] alone
 /// ([`BatchWords::all_records`]).
 /// `SHIFT` is the page shift if not 0 (a constant in the loop: the 4 KiB pages of nearly every
-/// run), else `shift`.
+/// run), else `shift`. With `NT`, the words are stored around the cache ([`store_word`]).
 #[derive(Clone, Copy)]
-struct Words<'a, const ALL: bool, const SHIFT: u32> {
+struct Words<'a, const ALL: bool, const SHIFT: u32, const NT: bool> {
     /// The words of `out[i]` go to `words[i]`: a slice at least as long as `out` (checked where
     /// the sink is made), held as a pointer so that the sink is `Copy`.
     words: *mut u64,
@@ -541,15 +589,15 @@ struct Words<'a, const ALL: bool, const SHIFT: u32> {
     _words: std::marker::PhantomData<&'a mut [u64]>,
 }
 
-impl<'a, const ALL: bool, const SHIFT: u32> Words<'a, ALL, SHIFT> {
+impl<'a, const ALL: bool, const SHIFT: u32, const NT: bool> Words<'a, ALL, SHIFT, NT> {
     /// A sink for decoding into `out` of at most `words.len()` records.
-    fn new(words: &'a mut [u64], shift: u32) -> Words<'a, ALL, SHIFT> {
+    fn new(words: &'a mut [u64], shift: u32) -> Words<'a, ALL, SHIFT, NT> {
         debug_assert!(SHIFT == 0 || SHIFT == shift);
         Words { words: words.as_mut_ptr(), tally: Tally::default(), shift, _words: std::marker::PhantomData }
     }
 }
 
-impl<const ALL: bool, const SHIFT: u32> Sink for Words<'_, ALL, SHIFT> {
+impl<const ALL: bool, const SHIFT: u32, const NT: bool> Sink for Words<'_, ALL, SHIFT, NT> {
     const ALL: bool = ALL;
     #[inline(always)]
     fn access(&mut self, i: usize, k: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
@@ -558,13 +606,13 @@ impl<const ALL: bool, const SHIFT: u32> Sink for Words<'_, ALL, SHIFT> {
         // computed rather than loaded: loads are the scarcer resource in this loop.
         let w = self.tally.access_coded(k, info.kind_one, (k as u64 + 3) >> 2, size, addr, shift);
         // SAFETY: `i < out.len() <= words.len()` ([`Words::new`], `read_batch_words`).
-        unsafe { *self.words.add(i) = w };
+        store_word::<NT>(unsafe { self.words.add(i) }, w);
         ALL || w == SLOW_WORD
     }
     #[inline(always)]
     fn event(&mut self, i: usize) {
         // SAFETY: as in `access`.
-        unsafe { *self.words.add(i) = self.tally.event() };
+        store_word::<NT>(unsafe { self.words.add(i) }, self.tally.event());
     }
 }
 
@@ -1076,7 +1124,7 @@ impl<R: Read + Send> XtrReader<R> {
         let (words, shift) = (&mut w.words[..max], w.shift);
         // `out[..max]` and `words` (of length `max`): the sink's bound.
         let batch = &mut out[..max];
-        let (result, tally) = with_words_sink!(w.all_records, shift, words, |sink| {
+        let (result, tally) = with_words_sink!(w.all_records, shift, false, words, |sink| {
             let mut sink = sink;
             (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
         });
@@ -1139,7 +1187,8 @@ impl<R: Read + Send> XtrReader<R> {
                 Some(_) => match Ahead::take(&mut q) {
                     Some(t) => {
                         drop(q);
-                        ahead.finish(t);
+                        // For the thread that asked for the batch (a run's simulation).
+                        ahead.finish(t, true);
                     }
                     None => {
                         drop(q);
@@ -1152,7 +1201,7 @@ impl<R: Read + Send> XtrReader<R> {
         let mut d = result.map_err(|(m, off)| self.err(off, m))?;
         if job.params != params {
             // Queued for other parameters (not within a run): decoded again for these.
-            d.tally = decode_block(&job.raw, job.bytes, job.records, params, &mut d.records, &mut d.words)
+            d.tally = decode_block(&job.raw, job.bytes, job.records, params, &mut d.records, &mut d.words, false)
                 .map_err(|(m, at)| self.err(job.offset + at as u64, m))?;
         }
         std::mem::swap(out, &mut d.records);
