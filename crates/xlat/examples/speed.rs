@@ -20,7 +20,13 @@ fn main() {
             .read_batch_words(
                 &mut buf,
                 BATCH,
-                BatchWords { words: &mut words, shift: 12, counts: &mut counts, all_records: false },
+                BatchWords {
+                    words: &mut words,
+                    shift: 12,
+                    counts: &mut counts,
+                    all_records: false,
+                    for_other_core: false,
+                },
             )
             .unwrap()
             > 0

@@ -314,7 +314,11 @@ fn long_batches_count_exactly() {
     let mut r = XtrReader::new(&bytes[..], "t.xtr").unwrap();
     let (mut c, mut out, mut w) = (TraceCounts::default(), Vec::new(), Vec::new());
     while r
-        .read_batch_words(&mut out, 1 << 20, BatchWords { words: &mut w, shift: 12, counts: &mut c, all_records: true })
+        .read_batch_words(
+            &mut out,
+            1 << 20,
+            BatchWords { words: &mut w, shift: 12, counts: &mut c, all_records: true, for_other_core: false },
+        )
         .unwrap()
         > 0
     {
@@ -359,7 +363,7 @@ proptest! {
                 b.clear();
                 b.resize(batch, stale);
                 let all_records = mode == 2;
-                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts, all_records }).unwrap()
+                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts, all_records, for_other_core: false }).unwrap()
             } else {
                 r.read_batch(&mut b, batch).unwrap()
             };

@@ -132,7 +132,7 @@ pub(crate) fn spawn<'scope, 'env>(
         let flush = |out: &mut Vec<Batch>| out.is_empty() || send(&full_tx, Ok(std::mem::take(out)), poll).is_ok();
         let more = loop {
             let b = empty_rx.try_recv().unwrap_or_else(|_| Batch::new());
-            match read_next(reader, &mut counts, &spec, b) {
+            match read_next(reader, &mut counts, &spec, b, poll) {
                 Next::Batch(b, cut) => {
                     out.push(b);
                     if cut {
@@ -174,7 +174,7 @@ impl Inline<'_> {
             return None;
         }
         let b = self.pool.pop().unwrap_or_else(Batch::new);
-        match read_next(self.reader, &mut self.counts, &self.spec, b) {
+        match read_next(self.reader, &mut self.counts, &self.spec, b, false) {
             Next::Batch(b, cut) => {
                 if cut {
                     self.end = Some(true);
@@ -203,15 +203,23 @@ enum Next {
 }
 
 /// Reads the next batch of `reader` into `b` as `spec` says, counts going on in `counts`: the
-/// one step of both a reader thread and an inline feed.
-fn read_next(reader: &mut dyn TraceReader, counts: &mut TraceCounts, spec: &FeedSpec, mut b: Batch) -> Next {
+/// one step of both a reader thread and an inline feed. `own_core` if the caller is a reader
+/// thread with a core to itself (one that polls), whose batches go to other cores
+/// ([`BatchWords::for_other_core`]).
+fn read_next(
+    reader: &mut dyn TraceReader,
+    counts: &mut TraceCounts,
+    spec: &FeedSpec,
+    mut b: Batch,
+    own_core: bool,
+) -> Next {
     let FeedSpec { shift, max, all_records, .. } = *spec;
     if counts.references == max {
         // At the limit: is there more trace?
         return Next::End(matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
     }
     b.before = *counts;
-    match read_counted(reader, &mut b, counts, shift, max, all_records) {
+    match read_counted(reader, &mut b, counts, shift, max, all_records, own_core) {
         Ok(None) => Next::End(false),
         Ok(Some(cut)) => {
             b.after = *counts;
@@ -371,10 +379,11 @@ fn read_counted(
     shift: u32,
     max: u64,
     all_records: bool,
+    for_other_core: bool,
 ) -> Result<Option<bool>, TraceError> {
     if max == u64::MAX {
         // Without a limit, the whole batch, counted as it is decoded.
-        let w = BatchWords { words: &mut b.words, shift, counts: c, all_records };
+        let w = BatchWords { words: &mut b.words, shift, counts: c, all_records, for_other_core };
         b.n = reader.read_batch_words(&mut b.records, BATCH, w)?;
         b.all_records = all_records;
         return Ok((b.n > 0).then_some(false));

@@ -476,6 +476,10 @@ pub struct BatchWords<'a> {
     /// then left as they were in `out`, and the caller goes by the words alone there (the
     /// xtr reader saves a quarter of its stores so).
     pub all_records: bool,
+    /// Whether the words are for a thread on another core (a run's reader thread with a core
+    /// to itself hands them to its simulation). A reader may then store them around its cache,
+    /// so that it neither waits to own lines that the other core read last nor keeps them.
+    pub for_other_core: bool,
 }
 
 /// A streaming source of records.

@@ -1046,7 +1046,7 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
             // Blocks were queued for `read_batch_words`: their records, in order.
             let (mut words, mut counts) = (Vec::new(), super::TraceCounts::default());
             let params = Params { shift: 12, all_records: true };
-            self.serve(out, &mut words, &mut counts, params)?;
+            self.serve(out, &mut words, &mut counts, params, false)?;
             self.rest.extend(out.drain(..));
         }
         if !self.rest.is_empty() {
@@ -1065,7 +1065,7 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
     /// that other threads help decode (the `ahead` module).
     fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let max = max.clamp(1, Tally::MAX);
-        let BatchWords { words, shift, counts, all_records } = w;
+        let BatchWords { words, shift, counts, all_records, for_other_core } = w;
         if !self.rest.is_empty() {
             out.clear();
             out.extend(self.rest.drain(..max.min(self.rest.len())));
@@ -1073,16 +1073,21 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
             return Ok(out.len());
         }
         if !self.helped.load(Ordering::Relaxed) {
-            return self.decode_words(out, max, BatchWords { words, shift, counts, all_records }, false);
+            return self.decode_words(
+                out,
+                max,
+                BatchWords { words, shift, counts, all_records, for_other_core },
+                false,
+            );
         }
         let params = Params { shift, all_records };
         loop {
             self.fill(max, params)?;
-            if let Some(n) = self.serve(out, words, counts, params)? {
+            if let Some(n) = self.serve(out, words, counts, params, for_other_core)? {
                 return Ok(n);
             }
             // Up to the next block.
-            let w = BatchWords { words: &mut *words, shift, counts: &mut *counts, all_records };
+            let w = BatchWords { words: &mut *words, shift, counts: &mut *counts, all_records, for_other_core };
             let n = self.decode_words(out, max, w, true)?;
             if n > 0 || self.done {
                 return Ok(n);
@@ -1177,6 +1182,7 @@ impl<R: Read + Send> XtrReader<R> {
         words: &mut Vec<u64>,
         counts: &mut super::TraceCounts,
         params: Params,
+        for_other_core: bool,
     ) -> Result<Option<usize>, TraceError> {
         let ahead = self.ahead.clone();
         let job = loop {
@@ -1187,8 +1193,7 @@ impl<R: Read + Send> XtrReader<R> {
                 Some(_) => match Ahead::take(&mut q) {
                     Some(t) => {
                         drop(q);
-                        // For the thread that asked for the batch (a run's simulation).
-                        ahead.finish(t, true);
+                        ahead.finish(t, for_other_core);
                     }
                     None => {
                         drop(q);
@@ -1587,17 +1592,24 @@ mod tests {
     }
 
     /// What each batch of `r` gives with `read_batch_words` as `params` say, in batches of
-    /// `max`: the records (those whose word is slow, unless all are), the words and the counts.
+    /// `max`: the records (those whose word is slow, unless all are), the words and the counts;
+    /// the words for another core if `for_other_core`.
     fn batches(
         r: &mut dyn TraceReader,
         max: usize,
         params: Params,
+        for_other_core: bool,
     ) -> Result<(Vec<Record>, Vec<u64>, super::super::TraceCounts), TraceError> {
         let (mut recs, mut words, mut counts) = (Vec::new(), Vec::new(), super::super::TraceCounts::default());
         let (mut out, mut w) = (Vec::new(), Vec::new());
         loop {
-            let bw =
-                BatchWords { words: &mut w, shift: params.shift, counts: &mut counts, all_records: params.all_records };
+            let bw = BatchWords {
+                words: &mut w,
+                shift: params.shift,
+                counts: &mut counts,
+                all_records: params.all_records,
+                for_other_core,
+            };
             let n = r.read_batch_words(&mut out, max, bw)?;
             if n == 0 {
                 return Ok((recs, words, counts));
@@ -1652,19 +1664,29 @@ mod tests {
                     .collect();
                 assert!(plain.len() < recs.len());
                 assert!(shift != 12 || want_words.iter().filter(|&&w| w == SLOW_WORD).count() > 1000);
-                // Batches of a block (queued), and smaller than a block (decoded in place).
-                for (max, helpers) in [(BATCH, 0), (BATCH, 1), (BATCH, 3), (1000, 2)] {
-                    let got = with_helpers(&raw, helpers, |r| batches(r, max, params).unwrap());
-                    assert!(got.1 == want_words, "{c:?} shift {shift} max {max} helpers {helpers}: words");
-                    assert!(got.0 == want_recs, "{c:?} shift {shift} max {max} helpers {helpers}: records");
-                    assert_eq!(got.2, counts, "{c:?} shift {shift} max {max} helpers {helpers}: counts");
+                // Batches of a block (queued), and smaller than a block (decoded in place); the
+                // words stored through the cache or around it (for another core).
+                for (max, helpers, other) in
+                    [(BATCH, 0, false), (BATCH, 0, true), (BATCH, 1, true), (BATCH, 3, false), (1000, 2, true)]
+                {
+                    let got = with_helpers(&raw, helpers, |r| batches(r, max, params, other).unwrap());
+                    let case = format!("{c:?} shift {shift} max {max} helpers {helpers} other core {other}");
+                    assert!(got.1 == want_words, "{case}: words");
+                    assert!(got.0 == want_recs, "{case}: records");
+                    assert_eq!(got.2, counts, "{case}: counts");
                 }
             }
             // `read_batch` after `read_batch_words` queued blocks: the records go on in order.
             let got = with_helpers(&raw, 1, |r| {
                 let (mut out, mut w, mut counts) = (Vec::new(), Vec::new(), super::super::TraceCounts::default());
                 let params = Params { shift: 12, all_records: true };
-                let bw = BatchWords { words: &mut w, shift: 12, counts: &mut counts, all_records: params.all_records };
+                let bw = BatchWords {
+                    words: &mut w,
+                    shift: 12,
+                    counts: &mut counts,
+                    all_records: params.all_records,
+                    for_other_core: true,
+                };
                 let mut all = Vec::new();
                 r.read_batch_words(&mut out, BATCH, bw).unwrap();
                 all.extend_from_slice(&out);
@@ -1717,9 +1739,9 @@ mod tests {
                 }
             };
             check(decode(&raw).unwrap_err());
-            for helpers in [0, 2] {
+            for (helpers, other) in [(0, false), (0, true), (2, true)] {
                 let params = Params { shift: 12, all_records: false };
-                check(with_helpers(&raw, helpers, |r| batches(r, BATCH, params)).unwrap_err());
+                check(with_helpers(&raw, helpers, |r| batches(r, BATCH, params, other)).unwrap_err());
             }
         }
         // The same block, well formed, reads.
