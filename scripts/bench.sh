@@ -8,7 +8,9 @@
 #   - Itanium regions, layout and protection keys against the same design without them
 #   - the mach3 personality (bala94) against the plain R3000 design on a traced IPC workload
 #   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv)
-#     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput
+#     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput,
+#     with the round trip of a cache line between the first two cores before and after
+#     (benches/pingpong.c)
 #   - `xlat curve` (every fully associative size, 1..4096) against one FA-64 run, and
 #     `xlat run --jobs N` scaling with 4 designs
 # BENCH_LONG=1 also runs a curve and a run over a generated 10^9-reference trace (piped, never
@@ -188,7 +190,11 @@ if want anchors; then
   "$V/bin/python" -c 'import libcachesim' 2>/dev/null || "$V/bin/pip" install -q libcachesim
   cargo build --release -q -p xlat --example pages
   cc -O2 -o "$D/fa_lru" benches/fa_lru.c
+  cc -O2 -pthread -o "$D/pingpong" benches/pingpong.c
   for t in synthetic real; do
+    # How far apart the two cores are, before and after the rounds: on a VM it changes as the
+    # host places the vCPUs, and xlat's reader and simulation threads feel it (docs/performance.md).
+    rtt0=$("$D/pingpong" | sed 's/^round trip //')
     [ -f "$D/$t.pages.u64" ] || target/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
     read -r n misses < <(lookups "$D/$t.xtr")
     # Rounds of one run of each, so that a machine whose speed drifts (a shared VM) slows all
@@ -201,11 +207,13 @@ if want anchors; then
       cs=$(least "$cs" "$c")
       ls=$(least "$ls" "$l")
     done
+    rtt1=$("$D/pingpong" | sed 's/^round trip //')
     [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
       echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2
     printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xlat FA-64 LRU + radix, $t, end to end" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
     printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx\n" "C loop (benches/fa_lru.c), $t" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)"
     printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx\n" "libCacheSim LRU (process_trace), $t" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)"
+    printf "%-46s %10s %s before, %s after (benches/pingpong.c)\n" "  cross-core round trip" "" "$rtt0" "$rtt1"
   done
 fi
 
