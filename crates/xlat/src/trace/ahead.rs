@@ -120,8 +120,9 @@ impl Ahead {
     }
 
     /// Decodes a taken job (without the lock) and puts the result in its place; `for_others`
-    /// if the thread that decodes it is not the one that reads its batch (the reader, for its
-    /// simulation thread), which [`super::xtr::decode_block`] then stores around its cache.
+    /// if its batch goes to threads on other cores (a reader with a core to itself,
+    /// [`super::BatchWords::for_other_core`]), whose words [`super::xtr::decode_block`] then
+    /// stores around this thread's cache.
     pub(super) fn finish(&self, t: Taken, for_others: bool) {
         let Taken { seq, raw, bytes, records, offset, params, out: (mut recs, mut words) } = t;
         let result = super::xtr::decode_block(&raw, bytes, records, params, &mut recs, &mut words, for_others)
@@ -137,7 +138,7 @@ impl Ahead {
 impl SpareWork for Ahead {
     /// Decodes the first block nobody has taken, if one is queued.
     fn help(&self) -> bool {
-        // The helper is, in a run, the thread that reads the batch (or one of them).
+        // The helper is, in a run, a thread that reads the batch: the words stay in its cache.
         super::frames::help_once(&self.state, Ahead::take, |t| self.finish(t, false))
     }
 }

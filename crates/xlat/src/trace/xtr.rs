@@ -487,8 +487,8 @@ fn fence_words<const NT: bool>() {
 /// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
 /// bytes), from a stream's initial state into `recs` and `words` as `params` say; returns their
 /// counts, or what is wrong and where in the block. With `for_others`, the words are for
-/// another thread (a reader's for its simulation) and are stored around this thread's cache
-/// ([`store_word`]).
+/// threads on other cores ([`BatchWords::for_other_core`]) and are stored around this thread's
+/// cache ([`store_word`]).
 pub(super) fn decode_block(
     raw: &[u8],
     bytes: usize,
