@@ -125,9 +125,13 @@ impl Ahead {
     /// stores around this thread's cache.
     pub(super) fn finish(&self, t: Taken, for_others: bool) {
         let Taken { seq, raw, bytes, records, offset, params, out: (mut recs, mut words) } = t;
-        let result = super::xtr::decode_block(&raw, bytes, records, params, &mut recs, &mut words, for_others)
-            .map(|tally| Decoded { records: recs, words, tally })
-            .map_err(|(m, at)| (m, offset + at as u64));
+        let result = if for_others {
+            super::xtr::decode_block::<true>(&raw, bytes, records, params, &mut recs, &mut words)
+        } else {
+            super::xtr::decode_block::<false>(&raw, bytes, records, params, &mut recs, &mut words)
+        };
+        let result =
+            result.map(|tally| Decoded { records: recs, words, tally }).map_err(|(m, at)| (m, offset + at as u64));
         let mut q = self.lock();
         let job = q.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
         job.raw = raw;

@@ -486,27 +486,10 @@ fn fence_words<const NT: bool>() {
 
 /// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
 /// bytes), from a stream's initial state into `recs` and `words` as `params` say; returns their
-/// counts, or what is wrong and where in the block. With `for_others`, the words are for
-/// threads on other cores ([`BatchWords::for_other_core`]) and are stored around this thread's
-/// cache ([`store_word`]).
-pub(super) fn decode_block(
-    raw: &[u8],
-    bytes: usize,
-    records: usize,
-    params: Params,
-    recs: &mut Vec<Record>,
-    words: &mut Vec<u64>,
-    for_others: bool,
-) -> Result<Tally, (String, usize)> {
-    if for_others {
-        decode_block_storing::<true>(raw, bytes, records, params, recs, words)
-    } else {
-        decode_block_storing::<false>(raw, bytes, records, params, recs, words)
-    }
-}
-
-/// [`decode_block`], storing the words as `NT` says ([`store_word`]).
-fn decode_block_storing<const NT: bool>(
+/// counts, or what is wrong and where in the block. With `NT`, the words are for threads on
+/// other cores ([`BatchWords::for_other_core`]) and are stored around this thread's cache
+/// ([`store_word`]).
+pub(super) fn decode_block<const NT: bool>(
     raw: &[u8],
     bytes: usize,
     records: usize,
@@ -1206,7 +1189,7 @@ impl<R: Read + Send> XtrReader<R> {
         let mut d = result.map_err(|(m, off)| self.err(off, m))?;
         if job.params != params {
             // Queued for other parameters (not within a run): decoded again for these.
-            d.tally = decode_block(&job.raw, job.bytes, job.records, params, &mut d.records, &mut d.words, false)
+            d.tally = decode_block::<false>(&job.raw, job.bytes, job.records, params, &mut d.records, &mut d.words)
                 .map_err(|(m, at)| self.err(job.offset + at as u64, m))?;
         }
         std::mem::swap(out, &mut d.records);
