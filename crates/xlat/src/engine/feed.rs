@@ -203,15 +203,15 @@ enum Next {
 }
 
 /// Reads the next batch of `reader` into `b` as `spec` says, counts going on in `counts`: the
-/// one step of both a reader thread and an inline feed. `own_core` if the caller is a reader
-/// thread with a core to itself (one that polls), whose batches go to other cores
+/// one step of both a reader thread and an inline feed. `for_other_core` if the caller is a
+/// reader thread with a core to itself (one that polls), whose batches go to other cores
 /// ([`BatchWords::for_other_core`]).
 fn read_next(
     reader: &mut dyn TraceReader,
     counts: &mut TraceCounts,
     spec: &FeedSpec,
     mut b: Batch,
-    own_core: bool,
+    for_other_core: bool,
 ) -> Next {
     let FeedSpec { shift, max, all_records, .. } = *spec;
     if counts.references == max {
@@ -219,7 +219,7 @@ fn read_next(
         return Next::End(matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
     }
     b.before = *counts;
-    match read_counted(reader, &mut b, counts, shift, max, all_records, own_core) {
+    match read_counted(reader, &mut b, counts, shift, max, all_records, for_other_core) {
         Ok(None) => Next::End(false),
         Ok(Some(cut)) => {
             b.after = *counts;
