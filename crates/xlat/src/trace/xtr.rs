@@ -1048,21 +1048,16 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
     /// that other threads help decode (the `ahead` module).
     fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let max = max.clamp(1, Tally::MAX);
-        let BatchWords { words, shift, counts, all_records, for_other_core } = w;
         if !self.rest.is_empty() {
             out.clear();
             out.extend(self.rest.drain(..max.min(self.rest.len())));
-            counts.add_words(out, shift, words);
+            w.counts.add_words(out, w.shift, w.words);
             return Ok(out.len());
         }
         if !self.helped.load(Ordering::Relaxed) {
-            return self.decode_words(
-                out,
-                max,
-                BatchWords { words, shift, counts, all_records, for_other_core },
-                false,
-            );
+            return self.decode_words(out, max, w, false);
         }
+        let BatchWords { words, shift, counts, all_records, for_other_core } = w;
         let params = Params { shift, all_records };
         loop {
             self.fill(max, params)?;
