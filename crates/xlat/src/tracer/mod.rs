@@ -214,18 +214,25 @@ impl TraceOutcome {
     }
 }
 
-type Batch = Result<Vec<Record>, TraceError>;
+/// What passes from the tracer's thread to the reader: batches of records, several at a time
+/// (one wake-up of a waiting thread per group, not per batch), or an error.
+type Group = Result<Vec<Vec<Record>>, TraceError>;
+
+/// Full batches a [`Sink`] sends at once (64 Ki records).
+const GROUP: usize = 16;
 
 /// The records of a running trace, as a [`TraceReader`]. Batches come from the tracer's thread
 /// over a bounded channel (handed over without copying when `max` allows); read until it
 /// returns 0, then call [`ChannelReader::outcome`].
 pub struct ChannelReader {
-    rx: Receiver<Batch>,
+    rx: Receiver<Group>,
     recycle: SyncSender<Vec<Record>>,
     outcome: Arc<Mutex<Option<TraceOutcome>>>,
     thread: Option<std::thread::JoinHandle<()>>,
     stats: ReaderStats,
     ended: bool,
+    /// The batches of the last group received not yet handed out, the next one last.
+    group: Vec<Vec<Record>>,
     /// A batch larger than the caller asked for, served over several calls.
     held: Vec<Record>,
     held_pos: usize,
@@ -264,24 +271,33 @@ impl TraceReader for ChannelReader {
     fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, TraceError> {
         out.clear();
         let max = max.max(1);
-        if self.held_pos >= self.held.len() && !self.ended {
-            match self.rx.recv() {
-                Ok(Ok(mut batch)) if batch.len() <= max => {
+        if self.held_pos >= self.held.len() {
+            if self.group.is_empty() && !self.ended {
+                match self.rx.recv() {
+                    Ok(Ok(mut group)) => {
+                        group.reverse();
+                        self.group = group;
+                    }
+                    Ok(Err(e)) => {
+                        self.ended = true;
+                        return Err(e);
+                    }
+                    Err(_) => self.ended = true,
+                }
+            }
+            match self.group.pop() {
+                Some(mut batch) if batch.len() <= max => {
                     // The common case: hand the batch over without copying.
                     std::mem::swap(out, &mut batch);
                     let _ = self.recycle.try_send(batch);
                     self.stats.records += out.len() as u64;
                     return Ok(out.len());
                 }
-                Ok(Ok(batch)) => {
+                Some(batch) => {
                     self.held = batch;
                     self.held_pos = 0;
                 }
-                Ok(Err(e)) => {
-                    self.ended = true;
-                    return Err(e);
-                }
-                Err(_) => self.ended = true,
+                None => {}
             }
         }
         let n = (self.held.len() - self.held_pos).min(max);
@@ -296,42 +312,79 @@ impl TraceReader for ChannelReader {
     }
 }
 
-/// The sending side used by the backends: batches of at most [`BATCH`] records.
+/// The sending side used by the backends: batches of [`BATCH`] records (the last one shorter),
+/// the size a simulation's reader asks for, which [`ChannelReader::read_batch`] then hands over
+/// without copying; sent in groups of up to [`GROUP`].
 pub(crate) struct Sink {
-    tx: SyncSender<Batch>,
+    tx: SyncSender<Group>,
     recycle: Receiver<Vec<Record>>,
-    /// Records waiting to be sent.
-    pub buf: Vec<Record>,
+    /// Records of the batch being filled (fewer than [`BATCH`] between calls).
+    buf: Vec<Record>,
+    /// Full batches not sent yet.
+    ready: Vec<Vec<Record>>,
+    /// The reader went away: records are dropped.
+    closed: bool,
 }
 
 impl Sink {
-    /// Sends the buffered records once there are at least [`BATCH`] of them (as one batch,
-    /// without copying: readers split large batches); false if the reader went away.
-    pub fn send_full(&mut self) -> bool {
-        if self.buf.len() < BATCH {
-            return true;
+    fn new(tx: SyncSender<Group>, recycle: Receiver<Vec<Record>>) -> Sink {
+        Sink { tx, recycle, buf: Vec::with_capacity(BATCH), ready: Vec::with_capacity(GROUP), closed: false }
+    }
+
+    /// Moves the batch being filled to the ready ones if it is full, and sends them if they
+    /// make a group.
+    fn batch_full(&mut self) {
+        if self.buf.len() >= BATCH {
+            let mut next = self.recycle.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            next.clear();
+            self.ready.push(std::mem::replace(&mut self.buf, next));
+            if self.ready.len() >= GROUP {
+                self.send_ready();
+            }
         }
-        let mut next = self.recycle.try_recv().unwrap_or_else(|_| Vec::with_capacity(4 * BATCH));
-        next.clear();
-        let full = std::mem::replace(&mut self.buf, next);
-        self.tx.send(Ok(full)).is_ok()
+    }
+
+    /// Sends the full batches; false if the reader went away (now or before).
+    fn send_ready(&mut self) -> bool {
+        if !self.ready.is_empty() && !self.closed {
+            let group = std::mem::replace(&mut self.ready, Vec::with_capacity(GROUP));
+            self.closed = self.tx.send(Ok(group)).is_err();
+        }
+        !self.closed
+    }
+
+    /// Sends the full batches made so far (not the one being filled); false if the reader
+    /// went away.
+    pub fn send_full(&mut self) -> bool {
+        self.send_ready()
     }
 
     /// Sends everything left.
     pub fn send_rest(&mut self) -> bool {
-        if !self.send_full() {
-            return false;
-        }
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            return self.tx.send(Ok(rest)).is_ok();
+            self.ready.push(rest);
         }
-        true
+        self.send_ready()
     }
 
-    /// Sends an error (the reader reports it).
+    /// Sends an error (the reader reports it), after the batches made so far.
     pub fn error(&mut self, e: TraceError) {
-        let _ = self.tx.send(Err(e));
+        if self.send_rest() {
+            let _ = self.tx.send(Err(e));
+        }
+    }
+}
+
+impl stream::Emit for Sink {
+    /// Buffers `records`, a batch at a time.
+    fn emit(&mut self, mut records: &[Record]) {
+        while !records.is_empty() && !self.closed {
+            let take = (BATCH - self.buf.len()).min(records.len());
+            self.buf.extend_from_slice(&records[..take]);
+            records = &records[take..];
+            self.batch_full();
+        }
     }
 }
 
@@ -341,24 +394,32 @@ pub fn spawn(spec: &TraceSpec) -> Result<ChannelReader, TracerError> {
     if spec.command.is_empty() {
         return Err(TracerError::Command("no command to trace: give it after `--`".to_string()));
     }
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
-    let (rtx, rrx) = std::sync::mpsc::sync_channel::<Vec<Record>>(16);
-    let sink = Sink { tx, recycle: rrx, buf: Vec::with_capacity(2 * BATCH) };
-    let outcome = Arc::new(Mutex::new(None));
-    let thread = match spec.backend {
-        Backend::Qemu => qemu::start(spec, sink, outcome.clone())?,
-        Backend::Lackey => valgrind::start(spec, sink, outcome.clone())?,
-    };
-    Ok(ChannelReader {
+    let (sink, mut reader) = channel();
+    let outcome = reader.outcome.clone();
+    reader.thread = Some(match spec.backend {
+        Backend::Qemu => qemu::start(spec, sink, outcome)?,
+        Backend::Lackey => valgrind::start(spec, sink, outcome)?,
+    });
+    Ok(reader)
+}
+
+/// The two ends of the channel from a tracer's thread to its reader.
+fn channel() -> (Sink, ChannelReader) {
+    // Up to 4 groups (256 Ki records, 6 MiB) between the tracer and the reader.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Group>(4);
+    let (rtx, rrx) = std::sync::mpsc::sync_channel::<Vec<Record>>(8 * GROUP);
+    let reader = ChannelReader {
         rx,
         recycle: rtx,
-        outcome,
-        thread: Some(thread),
+        outcome: Arc::new(Mutex::new(None)),
+        thread: None,
         stats: ReaderStats::default(),
         ended: false,
+        group: Vec::new(),
         held: Vec::new(),
         held_pos: 0,
-    })
+    };
+    (Sink::new(tx, rrx), reader)
 }
 
 /// Resolves the program to run: a path, or a name looked up on PATH. QEMU user mode runs ELF
@@ -430,5 +491,72 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stream::Emit;
+    use super::*;
+    use crate::trace::Kind;
+
+    /// Records emitted in pieces of any size reach the reader whole and in order, in batches of
+    /// at most `max` and [`BATCH`] records (handed over whole when the reader takes a batch's
+    /// worth), and an error comes after every record emitted before it.
+    #[test]
+    fn records_reach_the_reader_whole_and_in_order_in_batches() {
+        let records: Vec<Record> = (0..150_000u64)
+            .map(|i| {
+                if i % 997 == 0 {
+                    Record::Marker { id: i }
+                } else {
+                    Record::Access { kind: Kind::Load, size: 4, addr: 8 * i }
+                }
+            })
+            .collect();
+        for (piece, max, fail) in [
+            (1, BATCH, false),
+            (3, BATCH, true),
+            (5_000, BATCH, false),
+            (70_000, usize::MAX, true),
+            (7, 1, false),
+            (4_096, 1_000, true),
+        ] {
+            let (mut sink, mut reader) = channel();
+            let sent = records.clone();
+            let tracer = std::thread::spawn(move || {
+                for (k, p) in sent.chunks(piece).enumerate() {
+                    sink.emit(p);
+                    // The backends send what is full after each read of their input.
+                    if k % 5 == 0 && !sink.send_full() {
+                        return;
+                    }
+                }
+                if fail {
+                    sink.error(TraceError::Format { source_name: "t".into(), message: "stopped".into() });
+                } else {
+                    sink.send_rest();
+                }
+            });
+            let (mut got, mut out, mut whole) = (Vec::new(), Vec::new(), 0);
+            let end = loop {
+                match reader.read_batch(&mut out, max) {
+                    Ok(0) => break None,
+                    Ok(n) => {
+                        assert!(n == out.len() && n <= max.min(BATCH), "{n} records for at most {max}");
+                        whole += (n == BATCH) as usize;
+                        got.extend_from_slice(&out);
+                    }
+                    Err(e) => break Some(e.to_string()),
+                }
+            };
+            tracer.join().unwrap();
+            assert!(got == records, "pieces of {piece}, at most {max}: {} records of {}", got.len(), records.len());
+            assert_eq!(end.is_some_and(|e| e.contains("stopped")), fail);
+            if max >= BATCH {
+                assert_eq!(whole, records.len() / BATCH);
+            }
+            assert_eq!(reader.stats().records, records.len() as u64);
+        }
     }
 }

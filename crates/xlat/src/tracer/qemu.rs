@@ -169,7 +169,7 @@ fn pump(
         let used = dec.decode(&buf[..have], demux)?;
         buf.copy_within(used..have, 0);
         have -= used;
-        demux.schedule(&mut sink.buf, false);
+        demux.schedule(sink, false);
         if !sink.send_full() {
             return Ok(()); // the consumer stopped (an error on its side)
         }
@@ -181,7 +181,7 @@ fn pump(
         });
     }
     demux.finish_all();
-    demux.schedule(&mut sink.buf, true);
+    demux.schedule(sink, true);
     sink.send_rest();
     Ok(())
 }

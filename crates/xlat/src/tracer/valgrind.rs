@@ -150,7 +150,7 @@ fn follow_all(dir: &TempDir, done: &AtomicBool, demux: &mut Demux, sink: &mut Si
                 progress = true;
                 f.pos += n as u64;
                 feed(f, &buf[..n], demux)?;
-                demux.schedule(&mut sink.buf, false);
+                demux.schedule(sink, false);
                 if !sink.send_full() {
                     return Ok(());
                 }
@@ -165,7 +165,7 @@ fn follow_all(dir: &TempDir, done: &AtomicBool, demux: &mut Demux, sink: &mut Si
                 demux.push(f.asid, Record::Exit { asid: f.asid });
             }
         }
-        demux.schedule(&mut sink.buf, false);
+        demux.schedule(sink, false);
         if !sink.send_full() {
             return Ok(());
         }
@@ -177,7 +177,7 @@ fn follow_all(dir: &TempDir, done: &AtomicBool, demux: &mut Demux, sink: &mut Si
         }
     }
     demux.finish_all();
-    demux.schedule(&mut sink.buf, true);
+    demux.schedule(sink, true);
     sink.send_rest();
     Ok(())
 }
