@@ -334,29 +334,24 @@ impl Sink {
     /// Moves the batch being filled to the ready ones if it is full, and sends them if they
     /// make a group.
     fn batch_full(&mut self) {
-        if self.buf.len() >= BATCH {
+        if self.buf.len() == BATCH {
             let mut next = self.recycle.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
             next.clear();
             self.ready.push(std::mem::replace(&mut self.buf, next));
             if self.ready.len() >= GROUP {
-                self.send_ready();
+                self.send_full();
             }
         }
     }
 
-    /// Sends the full batches; false if the reader went away (now or before).
-    fn send_ready(&mut self) -> bool {
+    /// Sends the full batches made so far (not the one being filled); false if the reader
+    /// went away (now or before).
+    pub fn send_full(&mut self) -> bool {
         if !self.ready.is_empty() && !self.closed {
             let group = std::mem::replace(&mut self.ready, Vec::with_capacity(GROUP));
             self.closed = self.tx.send(Ok(group)).is_err();
         }
         !self.closed
-    }
-
-    /// Sends the full batches made so far (not the one being filled); false if the reader
-    /// went away.
-    pub fn send_full(&mut self) -> bool {
-        self.send_ready()
     }
 
     /// Sends everything left.
@@ -365,7 +360,7 @@ impl Sink {
             let rest = std::mem::take(&mut self.buf);
             self.ready.push(rest);
         }
-        self.send_ready()
+        self.send_full()
     }
 
     /// Sends an error (the reader reports it), after the batches made so far.
