@@ -276,6 +276,10 @@ impl TraceReader for Tee<'_> {
     fn stats(&self) -> ReaderStats {
         self.inner.stats()
     }
+
+    fn busy_threads(&self) -> usize {
+        self.inner.busy_threads()
+    }
 }
 
 /// `xlat run [--config|--preset] -- CMD ARGS`: simulates the records as the program runs.

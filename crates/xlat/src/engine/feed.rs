@@ -258,7 +258,12 @@ const POLL: Duration = Duration::from_micros(200);
 /// Whether a pipeline of `threads` busy threads polls before sleeping: only with a core for
 /// each.
 pub(crate) fn polls_with(threads: usize) -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= threads)
+    threads <= cores()
+}
+
+/// The cores this process may use (1 if unknown).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Calls `attempt` until it gives a value, for up to [`POLL`] (yielding the core between

@@ -84,6 +84,20 @@ impl Costs {
     }
 }
 
+/// How a run of `jobs` simulation threads reads a trace whose reader keeps `outside` threads of
+/// its own busy (online, the tracer's thread and the traced program), on `cores` cores: the
+/// busy threads in all, which decide whether the run's threads poll for one another
+/// ([`feed::FeedSpec::threads`]), and whether the calling thread reads too rather than a reader
+/// thread (when the simulation threads have a core each but the reader would not).
+///
+/// Polling where the cores are all taken costs every thread: online on 2 cores, the reader
+/// thread's polls (yields and clock reads) took about 1.2 s of CPU time in a 7 s run of `gzip`
+/// under the x86-64 preset, and the run took 5.8 s without them (docs/performance.md).
+fn reading(jobs: usize, outside: usize, cores: usize) -> (usize, bool) {
+    let threads = 1 + jobs + outside;
+    (threads, jobs > 1 && threads > cores && jobs + outside <= cores)
+}
+
 /// [`super::run_jobs`]: the reader thread decodes and counts; with more than one job the
 /// calling thread times every design over the first batches, keeps the first share and hands
 /// each later batch (shared, read-only) to `jobs - 1` workers that simulate the others (with
@@ -109,10 +123,8 @@ pub(super) fn run_shares(
         // Plain designs at the lookup page size read the page words alone (and the records that
         // take the general step); any other design reads every record.
         let all_records = systems.iter().any(|s| !s.reads_words(shift));
-        let spec = feed::FeedSpec { shift, max, threads: 1 + jobs, all_records };
-        // With a core for each simulation thread but none for a reader thread, the calling
-        // thread reads too (and takes that much less of the designs).
-        let inline = jobs > 1 && !feed::polls_with(1 + jobs) && feed::polls_with(jobs);
+        let (threads, inline) = reading(jobs, reader.busy_threads(), feed::cores());
+        let spec = feed::FeedSpec { shift, max, threads, all_records };
         let spare = reader.spare_work();
         let feed = if inline {
             feed::inline(&mut *reader, counts, spec)
@@ -335,13 +347,53 @@ mod tests {
     }
 
     /// Each design's counters and failure after `run_shares` with `jobs` and `redeal`.
+    /// A reader that says it keeps `outside` threads busy (as an online run's does).
+    struct Busy<R> {
+        reader: R,
+        outside: usize,
+    }
+
+    impl<R: TraceReader> TraceReader for Busy<R> {
+        fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, crate::trace::TraceError> {
+            self.reader.read_batch(out, max)
+        }
+        fn read_batch_words(
+            &mut self,
+            out: &mut Vec<Record>,
+            max: usize,
+            w: crate::trace::BatchWords<'_>,
+        ) -> Result<usize, crate::trace::TraceError> {
+            self.reader.read_batch_words(out, max, w)
+        }
+        fn stats(&self) -> crate::trace::ReaderStats {
+            self.reader.stats()
+        }
+        fn spare_work(&self) -> Option<Arc<dyn crate::trace::frames::SpareWork>> {
+            self.reader.spare_work()
+        }
+        fn busy_threads(&self) -> usize {
+            self.outside
+        }
+    }
+
     fn results(trace: &[u8], jobs: usize, redeal: Redeal) -> Vec<(crate::stats::SystemStats, Option<DesignFailure>)> {
+        results_with(trace, jobs, redeal, 0)
+    }
+
+    /// [`results`] with a reader that keeps `outside` threads of its own busy.
+    fn results_with(
+        trace: &[u8],
+        jobs: usize,
+        redeal: Redeal,
+        outside: usize,
+    ) -> Vec<(crate::stats::SystemStats, Option<DesignFailure>)> {
         let narrow = "name = \"narrow\"\n[[tlb]]\nname = \"L1\"\nentries = 32\nways = 4\n[page_table]\nkind = \"radix\"\nva_bits = 32\n";
         let fa = "name = \"fa\"\n[[tlb]]\nname = \"L1\"\nentries = 64\nways = 64\n[page_table]\nkind = \"radix\"\n";
         let mut configs = vec![Config::from_toml(narrow, "narrow").unwrap(), Config::from_toml(fa, "fa").unwrap()];
         configs.extend(["x86-64", "itanium2", "mach3-r3000", "ultrasparc"].map(|p| Config::preset(p).unwrap()));
         let mut systems: Vec<System> = configs.iter().map(|c| System::new(c).unwrap()).collect();
-        let mut reader = XtrReader::new(std::io::Cursor::new(trace.to_vec()), "t").unwrap();
+        let reader = XtrReader::new(std::io::Cursor::new(trace.to_vec()), "t").unwrap();
+        let mut reader = Busy { reader, outside };
         let summary = run_shares(&mut reader, &mut systems, RunOptions::default(), jobs, redeal, |_| {}).unwrap();
         assert!(summary.trace.references > 150_000 * 99 / 100);
         systems.iter().map(|s| (s.stats(), s.failure.clone())).collect()
@@ -363,6 +415,29 @@ mod tests {
             ] {
                 assert!(results(&trace, jobs, redeal) == one, "--jobs {jobs}, {redeal:?}");
             }
+        }
+    }
+
+    #[test]
+    fn threads_busy_outside_the_run_count_against_its_cores() {
+        // A file on 2 cores: a reader thread and one simulation thread have a core each (they
+        // poll); online, the tracer's thread and the traced program take the cores too.
+        assert_eq!(reading(1, 0, 2), (2, false));
+        assert!(reading(1, 2, 2).0 > 2 && reading(1, 2, 4).0 <= 4);
+        // Two simulation threads on 2 cores read in the calling thread, unless the cores are
+        // taken anyway.
+        assert_eq!(reading(2, 0, 2), (3, true));
+        assert_eq!(reading(2, 2, 2), (5, false));
+        assert_eq!(reading(2, 2, 4), (5, true));
+        assert_eq!(reading(2, 2, 8), (5, false));
+        // Results do not depend on it: with more busy threads than any machine has cores, the
+        // run's threads never poll and batches go out in bundles.
+        let trace = trace();
+        for jobs in [1, 2] {
+            assert!(
+                results_with(&trace, jobs, Redeal::RUNS, 1 << 20) == results(&trace, 1, Redeal::RUNS),
+                "--jobs {jobs}"
+            );
         }
     }
 

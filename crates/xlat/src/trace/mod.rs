@@ -509,6 +509,12 @@ pub trait TraceReader: Send {
     fn spare_work(&self) -> Option<std::sync::Arc<dyn frames::SpareWork>> {
         None
     }
+    /// Threads outside the run that keep a core busy while it reads: a tracer's thread and the
+    /// traced program, a thread decompressing ahead. A run counts them with its own to decide
+    /// whether its threads have a core each and may poll for one another.
+    fn busy_threads(&self) -> usize {
+        0
+    }
 }
 
 /// What a trace records about how it was made, beyond its records.

@@ -310,6 +310,12 @@ impl TraceReader for ChannelReader {
     fn stats(&self) -> ReaderStats {
         self.stats
     }
+
+    /// The tracer's thread, which decodes the backend's stream into batches, and the traced
+    /// program itself.
+    fn busy_threads(&self) -> usize {
+        2
+    }
 }
 
 /// The sending side used by the backends: batches of [`BATCH`] records (the last one shorter),
@@ -518,6 +524,8 @@ mod tests {
             (4_096, 1_000, true),
         ] {
             let (mut sink, mut reader) = channel();
+            // A run counts the tracer's thread and the traced program against its cores.
+            assert_eq!(reader.busy_threads(), 2);
             let sent = records.clone();
             let tracer = std::thread::spawn(move || {
                 for (k, p) in sent.chunks(piece).enumerate() {

@@ -166,7 +166,7 @@ fn pump(
             break;
         }
         have += n;
-        let used = dec.decode(&buf[..have], demux)?;
+        let used = dec.decode_into(&buf[..have], demux, sink)?;
         buf.copy_within(used..have, 0);
         have -= used;
         demux.schedule(sink, false);

@@ -271,6 +271,69 @@ impl Demux {
         self.buffered += rs.len();
     }
 
+    /// [`Demux::push_many`], except that records the next [`Demux::schedule`] would emit first
+    /// go to `out` at once, without passing through the queue: those of the running process
+    /// when nothing of it is queued, no scheduling point of it is pending, the records hold no
+    /// fork or exit, and either the quantum has room for all their references or no other
+    /// process can run ([`Demux::alone`]: the scheduler would give this one quantum after
+    /// quantum). Records go out in the same order either way, and the counts are the same.
+    pub fn push_or_emit<O: Emit + ?Sized>(&mut self, asid: u32, rs: &[Record], out: &mut O) {
+        if self.current == Some(asid) {
+            let p = &self.procs[asid as usize];
+            if p.head == p.queue.len() && p.yields.is_empty() && !p.waiting_for_fork {
+                let mut by_kind = [0u64; 4];
+                let mut plain = true;
+                for r in rs {
+                    match *r {
+                        Record::Access { kind, .. } => by_kind[kind as usize] += 1,
+                        Record::Fork { .. } | Record::Exit { .. } => {
+                            plain = false;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let refs: u64 = by_kind.iter().sum();
+                let fits = self.used + refs < self.quantum;
+                if plain && (fits || self.alone(asid)) {
+                    out.emit(rs);
+                    let p = &mut self.procs[asid as usize];
+                    p.pushed += rs.len() as u64;
+                    p.taken += rs.len() as u64;
+                    // Each quantum used up starts the next (the scheduler's `Ran::Quantum`).
+                    self.used = (self.used + refs) % self.quantum;
+                    self.stats.references += refs;
+                    self.stats.events += rs.len() as u64 - refs;
+                    for (total, k) in self.stats.by_kind.iter_mut().zip(by_kind) {
+                        *total += k;
+                    }
+                    return;
+                }
+            }
+        }
+        self.push_many(asid, rs);
+    }
+
+    /// [`Demux::yield_point`], except that a scheduling point the next [`Demux::schedule`]
+    /// would pass over is not kept: one of the running process with nothing of it queued and
+    /// no scheduling point of it pending, while no other process can run ([`Demux::alone`]).
+    /// So a program running alone keeps sending its records straight out
+    /// ([`Demux::push_or_emit`]) across its system calls.
+    pub fn yield_or_pass(&mut self, asid: u32) {
+        let p = &self.procs[asid as usize];
+        if self.current == Some(asid) && p.head == p.queue.len() && p.yields.is_empty() && self.alone(asid) {
+            self.stats.yields += 1;
+            return;
+        }
+        self.yield_point(asid);
+    }
+
+    /// True if every process but `asid` has exited with nothing queued: none of them can run
+    /// again, and no new one can before a fork, which would be among `asid`'s later records.
+    fn alone(&self, asid: u32) -> bool {
+        self.procs.iter().enumerate().all(|(a, o)| a == asid as usize || (o.finished && o.head == o.queue.len()))
+    }
+
     /// Process `asid` reached a scheduling point after the records queued so far: it yields
     /// the processor there (or blocks), and the next process with records runs.
     pub fn yield_point(&mut self, asid: u32) {
@@ -529,6 +592,27 @@ impl StreamDecoder {
     /// Decodes the whole chunks at the start of `data` into `demux`; returns the bytes used
     /// (an incomplete chunk at the end is left for the next call).
     pub fn decode(&mut self, data: &[u8], demux: &mut Demux) -> Result<usize, TraceError> {
+        self.decode_with(data, demux, None::<&mut Vec<Record>>)
+    }
+
+    /// [`StreamDecoder::decode`] that puts the records [`Demux::schedule`] would emit first
+    /// straight into `out` ([`Demux::push_or_emit`]): the same records in the same order, one
+    /// copy fewer. The caller then schedules into `out` as after `decode`.
+    pub fn decode_into<O: Emit + ?Sized>(
+        &mut self,
+        data: &[u8],
+        demux: &mut Demux,
+        out: &mut O,
+    ) -> Result<usize, TraceError> {
+        self.decode_with(data, demux, Some(out))
+    }
+
+    fn decode_with<O: Emit + ?Sized>(
+        &mut self,
+        data: &[u8],
+        demux: &mut Demux,
+        mut out: Option<&mut O>,
+    ) -> Result<usize, TraceError> {
         let mut pos = 0;
         while data.len() - pos >= HEADER {
             let h = &data[pos..pos + HEADER];
@@ -546,7 +630,7 @@ impl StreamDecoder {
             if data.len() - pos < HEADER + len {
                 break;
             }
-            self.chunk(pid, tid, &data[pos + HEADER..pos + HEADER + len], demux)?;
+            self.chunk(pid, tid, &data[pos + HEADER..pos + HEADER + len], demux, &mut out)?;
             pos += HEADER + len;
             self.offset += (HEADER + len) as u64;
             demux.stats.chunks += 1;
@@ -559,25 +643,33 @@ impl StreamDecoder {
         TraceError::at_offset(&self.name, self.offset + (HEADER + at) as u64, what)
     }
 
-    fn chunk(&mut self, pid: u32, tid: u32, p: &[u8], demux: &mut Demux) -> Result<(), TraceError> {
+    fn chunk<O: Emit + ?Sized>(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        p: &[u8],
+        demux: &mut Demux,
+        out: &mut Option<&mut O>,
+    ) -> Result<(), TraceError> {
         let mut tmp = std::mem::take(&mut self.tmp);
         tmp.clear();
-        let r = self.chunk_into(pid, tid, p, demux, &mut tmp);
+        let r = self.chunk_into(pid, tid, p, demux, &mut tmp, out);
         if r.is_ok() {
             let asid = demux.asid(pid);
-            demux.push_many(asid, &tmp);
+            push(demux, asid, &tmp, out);
         }
         self.tmp = tmp;
         r
     }
 
-    fn chunk_into(
+    fn chunk_into<O: Emit + ?Sized>(
         &mut self,
         pid: u32,
         tid: u32,
         p: &[u8],
         demux: &mut Demux,
         tmp: &mut Vec<Record>,
+        out: &mut Option<&mut O>,
     ) -> Result<(), TraceError> {
         let new = !demux.by_pid.contains_key(&pid);
         let mut asid = demux.asid(pid);
@@ -680,7 +772,7 @@ impl StreamDecoder {
                     // The process replaced its image: what came before is the old image's. A pid
                     // first seen here (its parent was not traced) starts with this image.
                     if !(new && tmp.iter().all(|r| matches!(r, Record::Thread { .. }))) {
-                        demux.push_many(asid, tmp);
+                        push(demux, asid, tmp, out);
                         tmp.clear();
                         asid = demux.replace_image(pid);
                         thread_mark(asid, tmp, demux);
@@ -751,9 +843,13 @@ impl StreamDecoder {
                 }
                 R_YIELD => {
                     // Records of this chunk decoded so far go first.
-                    demux.push_many(asid, tmp);
+                    push(demux, asid, tmp, out);
                     tmp.clear();
-                    demux.yield_point(asid);
+                    if out.is_some() {
+                        demux.yield_or_pass(asid);
+                    } else {
+                        demux.yield_point(asid);
+                    }
                     i += 1;
                 }
                 R_START => {
@@ -771,6 +867,15 @@ impl StreamDecoder {
             }
         }
         Ok(())
+    }
+}
+
+/// The records of process `asid` decoded so far, to `demux` ([`Demux::push_or_emit`] if the
+/// decoder has an output).
+fn push<O: Emit + ?Sized>(demux: &mut Demux, asid: u32, rs: &[Record], out: &mut Option<&mut O>) {
+    match out {
+        Some(out) => demux.push_or_emit(asid, rs, &mut **out),
+        None => demux.push_many(asid, rs),
     }
 }
 
@@ -863,6 +968,123 @@ mod tests {
         }
         assert_eq!(got_a, (0..na).map(|i| 0x1000_0000 + 8 * i).collect::<Vec<_>>());
         assert_eq!(got_b, (0..nb).map(|i| 0x2000_0000 + 8 * i).collect::<Vec<_>>());
+    }
+
+    /// A stream of three processes taking turns in chunks of random length: pid 10 forks 11,
+    /// which forks 12 and later execs; all of them map, run threads, yield now and then and
+    /// exit. Chunks of a process come in its program order, each child's after its fork.
+    fn busy_stream(seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        // Chunks left to write per process; a process is started (its fork written) or not.
+        let (mut left, mut started) = ([40u32, 30, 20], [true, false, false]);
+        let (mut forked, mut exec) = ([false; 2], false);
+        let mut stream = Vec::new();
+        let mut base = 0x10_0000u64;
+        while left.iter().any(|&l| l > 0) {
+            let k = rand(3) as usize;
+            if left[k] == 0 || !started[k] {
+                continue;
+            }
+            let pid = 10 + k as u32;
+            let mut c = Vec::new();
+            if k > 0 && left[k] == [40, 30, 20][k] {
+                c.push(R_START);
+                c.extend_from_slice(&(pid - 1).to_le_bytes());
+            }
+            for _ in 0..1 + rand(4) {
+                match rand(10) {
+                    0 if k < 2 && !forked[k] => {
+                        forked[k] = true;
+                        started[k + 1] = true;
+                        c.push(R_FORK);
+                        c.extend_from_slice(&(pid + 1).to_le_bytes());
+                    }
+                    1 => c.push(R_YIELD),
+                    2 if k == 1 && !exec && left[1] < 15 => {
+                        exec = true;
+                        c.push(R_EXEC);
+                    }
+                    3 => {
+                        c.push(R_MAP);
+                        c.extend_from_slice(&base.to_le_bytes());
+                        c.extend_from_slice(&0x1000u64.to_le_bytes());
+                        c.extend_from_slice(&3u32.to_le_bytes());
+                    }
+                    4 => {
+                        c.push(R_IFETCH);
+                        c.push(3);
+                        c.extend_from_slice(&base.to_le_bytes());
+                        c.extend_from_slice(&[4, 2, 7]);
+                    }
+                    // Chunks of exactly a quantum's references (1 or 2) too.
+                    _ => c.extend(loads(base, [1, 2, 1 + rand(150) as usize][rand(3) as usize])),
+                }
+                base += 0x1_0000;
+            }
+            left[k] -= 1;
+            if left[k] == 0 {
+                c.push(R_EXIT);
+            }
+            stream.extend(thread_chunk(pid, pid + rand(2) as u32 * 100, &c));
+        }
+        stream
+    }
+
+    /// The pump of a backend: the stream read in pieces, each decoded and scheduled (with the
+    /// records the scheduler would emit first going out at once, if `direct`).
+    fn pump(stream: &[u8], pieces: usize, quantum: u64, direct: bool) -> (Vec<Record>, DemuxStats, usize) {
+        let (mut d, mut dec) = (Demux::new(quantum), StreamDecoder::new("test"));
+        let (mut out, mut early) = (Vec::new(), 0);
+        let mut have = 0;
+        for end in (1..=pieces).map(|k| stream.len() * k / pieces) {
+            let before = out.len();
+            let used = if direct {
+                dec.decode_into(&stream[have..end], &mut d, &mut out).unwrap()
+            } else {
+                dec.decode(&stream[have..end], &mut d).unwrap()
+            };
+            early += out.len() - before;
+            have += used;
+            d.schedule(&mut out, false);
+        }
+        assert_eq!(have, stream.len());
+        d.finish_all();
+        d.schedule(&mut out, true);
+        (out, d.stats(), early)
+    }
+
+    #[test]
+    fn records_emitted_while_decoding_come_out_as_the_scheduler_would_emit_them() {
+        let (mut early, mut all) = (0, 0);
+        for seed in 1..=12u64 {
+            let stream = busy_stream(seed);
+            for pieces in [1, 7, 60, 400] {
+                for quantum in [1, 2, 50, 700, 1_000_000] {
+                    let (queued, stats, none) = pump(&stream, pieces, quantum, false);
+                    assert_eq!(none, 0);
+                    let (direct, direct_stats, e) = pump(&stream, pieces, quantum, true);
+                    assert!(direct == queued, "seed {seed}, {pieces} pieces, quantum {quantum}");
+                    assert_eq!(direct_stats, stats, "seed {seed}, {pieces} pieces, quantum {quantum}");
+                    assert_eq!(stats.processes, 4, "three processes and a new image");
+                    (early, all) = (early + e, all + queued.len());
+                }
+            }
+        }
+        // Some records go out at once here (none before the first schedule, nor while others
+        // can run, with a quantum of 1 or 2); a process running alone sends nearly all of them
+        // so, across its scheduling points and the ends of its quanta too.
+        assert!(early * 20 > all, "{early} of {all} records emitted while decoding");
+        let alone: Vec<u8> =
+            (0..200).flat_map(|k| chunk(10, &[loads(0x1000 * k, 100), vec![R_YIELD]].concat())).collect();
+        // Quanta of 150 references: it runs on past each end of one.
+        let (out, _, early) = pump(&alone, 50, 150, true);
+        assert!(early * 100 > out.len() * 95, "{early} of {} records emitted while decoding", out.len());
     }
 
     fn decode_with_threads(stream: &[u8]) -> Vec<Record> {
