@@ -278,37 +278,34 @@ impl Demux {
     /// process can run ([`Demux::alone`]: the scheduler would give this one quantum after
     /// quantum). Records go out in the same order either way, and the counts are the same.
     pub fn push_or_emit<O: Emit + ?Sized>(&mut self, asid: u32, rs: &[Record], out: &mut O) {
-        if self.current == Some(asid) {
-            let p = &self.procs[asid as usize];
-            if p.head == p.queue.len() && p.yields.is_empty() && !p.waiting_for_fork {
-                let mut by_kind = [0u64; 4];
-                let mut plain = true;
-                for r in rs {
-                    match *r {
-                        Record::Access { kind, .. } => by_kind[kind as usize] += 1,
-                        Record::Fork { .. } | Record::Exit { .. } => {
-                            plain = false;
-                            break;
-                        }
-                        _ => {}
+        if self.runs_unqueued(asid) {
+            let mut by_kind = [0u64; 4];
+            let mut plain = true;
+            for r in rs {
+                match *r {
+                    Record::Access { kind, .. } => by_kind[kind as usize] += 1,
+                    Record::Fork { .. } | Record::Exit { .. } => {
+                        plain = false;
+                        break;
                     }
+                    _ => {}
                 }
-                let refs: u64 = by_kind.iter().sum();
-                let fits = self.used + refs < self.quantum;
-                if plain && (fits || self.alone(asid)) {
-                    out.emit(rs);
-                    let p = &mut self.procs[asid as usize];
-                    p.pushed += rs.len() as u64;
-                    p.taken += rs.len() as u64;
-                    // Each quantum used up starts the next (the scheduler's `Ran::Quantum`).
-                    self.used = (self.used + refs) % self.quantum;
-                    self.stats.references += refs;
-                    self.stats.events += rs.len() as u64 - refs;
-                    for (total, k) in self.stats.by_kind.iter_mut().zip(by_kind) {
-                        *total += k;
-                    }
-                    return;
+            }
+            let refs: u64 = by_kind.iter().sum();
+            let fits = self.used + refs < self.quantum;
+            if plain && (fits || self.alone(asid)) {
+                out.emit(rs);
+                let p = &mut self.procs[asid as usize];
+                p.pushed += rs.len() as u64;
+                p.taken += rs.len() as u64;
+                // Each quantum used up starts the next (the scheduler's `Ran::Quantum`).
+                self.used = (self.used + refs) % self.quantum;
+                self.stats.references += refs;
+                self.stats.events += rs.len() as u64 - refs;
+                for (total, k) in self.stats.by_kind.iter_mut().zip(by_kind) {
+                    *total += k;
                 }
+                return;
             }
         }
         self.push_many(asid, rs);
@@ -320,12 +317,18 @@ impl Demux {
     /// So a program running alone keeps sending its records straight out
     /// ([`Demux::push_or_emit`]) across its system calls.
     pub fn yield_or_pass(&mut self, asid: u32) {
-        let p = &self.procs[asid as usize];
-        if self.current == Some(asid) && p.head == p.queue.len() && p.yields.is_empty() && self.alone(asid) {
+        if self.runs_unqueued(asid) && self.alone(asid) {
             self.stats.yields += 1;
             return;
         }
         self.yield_point(asid);
+    }
+
+    /// True if `asid` is the running process with nothing of it queued and no scheduling point
+    /// of it pending: the next [`Demux::schedule`] starts with its next records.
+    fn runs_unqueued(&self, asid: u32) -> bool {
+        let p = &self.procs[asid as usize];
+        self.current == Some(asid) && p.head == p.queue.len() && p.yields.is_empty() && !p.waiting_for_fork
     }
 
     /// True if every process but `asid` has exited with nothing queued: none of them can run
@@ -845,10 +848,10 @@ impl StreamDecoder {
                     // Records of this chunk decoded so far go first.
                     push(demux, asid, tmp, out);
                     tmp.clear();
-                    if out.is_some() {
-                        demux.yield_or_pass(asid);
-                    } else {
-                        demux.yield_point(asid);
+                    // With an output, a point the scheduler would pass over is not kept.
+                    match out {
+                        Some(_) => demux.yield_or_pass(asid),
+                        None => demux.yield_point(asid),
                     }
                     i += 1;
                 }
