@@ -581,29 +581,49 @@ impl Tlb {
         // Filter entries made by the run whose ASID and translation are still to be written
         // (bit `k` for entry `k`).
         let mut unset = 0u32;
+        // With the filter, each entry's last use not yet recorded in `deferred`, as its word's
+        // position plus one (0: none): an entry's uses are recorded once, when it leaves the
+        // filter, before a fill and at the run's end, at the time `clock + used[k]` of the last
+        // (`Deferred::record_at`), rather than at every lookup the filter misses. The hits
+        // pending from before the run are older than any of its uses: recorded first.
+        let mut used = [0usize; 2];
+        let mut clock = 0u64;
+        if FILTER {
+            if run.pending[0] | run.pending[1] {
+                let last = run.last & 1;
+                for k in [1 - last, last] {
+                    if run.pending[k] {
+                        deferred.record(f.slot[k]);
+                    }
+                }
+                run.pending = [false; 2];
+            }
+            // Times from `deferred.now` on: position `start` (`used[k] == start + 1`) at `now`.
+            clock = deferred.now.wrapping_sub(start as u64 + 1);
+        }
         while i < len {
             if FILTER {
-                // Filter hits in a loop of their own, the pending hits as bits in a register. A
+                // Filter hits in a loop of their own, each entry's last use in a register. A
                 // slow word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or
                 // INVALID.
                 let [t0, t1] = run.tag;
-                let (mut pending, mut last, from) = (0u32, run.last, i);
+                let from = i;
                 while i < len {
                     let w = word(i);
                     let (d0, d1) = ((w >> 1) ^ t0, (w >> 1) ^ t1);
                     if d0.min(d1) != 0 {
                         break;
                     }
-                    last = (d0 != 0) as usize;
-                    pending |= 1 << last;
                     data_refs += w & 1;
                     i += 1;
+                    if d0 == 0 {
+                        used[0] = i;
+                    } else {
+                        used[1] = i;
+                    }
                 }
                 if i != from {
                     misses.filter_hits += (i - from) as u64;
-                    run.pending[0] |= pending & 1 != 0;
-                    run.pending[1] |= pending & 2 != 0;
-                    run.last = last;
                 }
                 if i >= len {
                     break;
@@ -632,27 +652,24 @@ impl Tlb {
                     break;
                 }
             };
-            // `commit_fa_lru` of the run's pending hits, recorded for the list (`Deferred`).
-            if FILTER && run.pending[0] | run.pending[1] {
-                let last = run.last & 1;
-                if run.pending[1 - last] {
-                    deferred.record(f.slot[1 - last]);
-                }
-                if run.pending[last] {
-                    deferred.record(f.slot[last]);
-                }
-                run.pending = [false; 2];
-            }
             if let Some(slot) = hit {
                 if !FILTER {
                     misses.recent_hits += order.move_to_head_recent(0, slot) as u64;
                     i += 1;
                     continue;
                 }
-                // `lookup_fa_lru`'s move (recorded) and filter entry (in the filter and in the
-                // run).
-                deferred.record(slot);
-                let k = if f.tag[run.last & 1] == INVALID { run.last & 1 } else { 1 - (run.last & 1) };
+                // `lookup_fa_lru`'s move and filter entry (in the filter and in the run): the
+                // entry used last (hit since, or else as before) stays, and the other one leaves
+                // the filter, its last use recorded; the new entry's use is this one.
+                if used[0] | used[1] != 0 {
+                    run.last = (used[1] > used[0]) as usize;
+                }
+                let last = run.last & 1;
+                let k = if f.tag[last] == INVALID { last } else { 1 - last };
+                if used[k] != 0 {
+                    deferred.record_at(f.slot[k], clock.wrapping_add(used[k] as u64));
+                }
+                used[k] = i + 1;
                 f.tag[k] = vpn;
                 f.slot[k] = slot;
                 // Its ASID and translation when the run ends (below).
@@ -663,6 +680,7 @@ impl Tlb {
                 // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the
                 // list has the uses recorded.
                 if FILTER {
+                    record_filter_uses(deferred, f, &mut run, &mut used, clock);
                     deferred.apply(order);
                 }
                 let slot = order.tail(0);
@@ -697,6 +715,7 @@ impl Tlb {
             i += 1;
         }
         if FILTER {
+            record_filter_uses(deferred, f, &mut run, &mut used, clock);
             deferred.apply(order);
         }
         *n += (i - start) as u64;
@@ -1354,11 +1373,12 @@ impl Tlb {
 #[derive(Clone, Debug)]
 struct Deferred {
     /// Time of each slot's last use since the last update, 0 if none.
-    time: Box<[u32]>,
+    time: Box<[u64]>,
     /// The slots with a time, in any order (each at most once, so `entries` of room).
     used: Vec<u32>,
-    /// The time of the next use.
-    now: u32,
+    /// The time of the next use ([`Deferred::record`]); [`Deferred::record_at`] is given times
+    /// from it on.
+    now: u64,
 }
 
 impl Deferred {
@@ -1380,6 +1400,20 @@ impl Deferred {
         self.now += 1;
     }
 
+    /// Records a use of `slot` (below the TLB's entries) at time `t`: at least `now`, and
+    /// later than every use recorded before it that it follows (the uses of a run of
+    /// [`Tlb::fa_lru_run`], recorded out of order, at their positions' times).
+    #[inline(always)]
+    fn record_at(&mut self, slot: u32, t: u64) {
+        debug_assert!(t >= self.now);
+        let s = &mut self.time[slot as usize];
+        if *s == 0 {
+            debug_assert!(self.used.len() < self.used.capacity());
+            self.used.push(slot);
+        }
+        *s = t;
+    }
+
     /// Applies the recorded uses, if any, to `order` (one set), oldest first.
     #[inline(always)]
     fn apply(&mut self, order: &mut Order) {
@@ -1399,6 +1433,23 @@ impl Deferred {
         used.clear();
         *now = 1;
     }
+}
+
+/// The last uses of the filter entries that [`Tlb::fa_lru_run`] holds in `used` (each its
+/// word's position plus one, 0 for none; at time `clock + used[k]`), recorded in `deferred` and
+/// cleared, with the entry used last noted in `run`.
+#[inline(always)]
+fn record_filter_uses(deferred: &mut Deferred, f: &Filter, run: &mut FilterRun, used: &mut [usize; 2], clock: u64) {
+    if used[0] | used[1] == 0 {
+        return;
+    }
+    run.last = (used[1] > used[0]) as usize;
+    for (k, &u) in used.iter().enumerate() {
+        if u != 0 {
+            deferred.record_at(f.slot[k], clock.wrapping_add(u as u64));
+        }
+    }
+    *used = [0; 2];
 }
 
 /// Per-set circular doubly linked lists of slots (head: most recent; tail, the head's `prev`:
@@ -1725,6 +1776,24 @@ mod tests {
                         for t in [&mut fast, &mut reference] {
                             assert!(!t.hits(asid, Vpn(w >> 1)));
                             t.fill(asid.0, Vpn(w >> 1), pte(w >> 1));
+                        }
+                    }
+                    // Lookups between runs, as the engine makes them for the references of a
+                    // slow word: pages the run looked up lately, so that the filter's entries
+                    // are hit there and are pending (one, both, in either order) when the next
+                    // run starts.
+                    for _ in 0..rnd(4) {
+                        let w = words[j - rnd((j - i + 1) as u64) as usize];
+                        if w == SLOW_WORD {
+                            continue;
+                        }
+                        let vpn = Vpn(w >> 1);
+                        let hit = fast.hits(asid, vpn);
+                        assert_eq!(hit, reference.hits(asid, vpn));
+                        if !hit {
+                            for t in [&mut fast, &mut reference] {
+                                t.fill(asid.0, vpn, pte(vpn.0));
+                            }
                         }
                     }
                     i = j + 1;
