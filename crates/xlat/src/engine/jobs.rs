@@ -346,7 +346,6 @@ mod tests {
         encode_to_vec(&records, Compression::None).unwrap()
     }
 
-    /// Each design's counters and failure after `run_shares` with `jobs` and `redeal`.
     /// A reader that says it keeps `outside` threads busy (as an online run's does).
     struct Busy<R> {
         reader: R,
@@ -376,6 +375,7 @@ mod tests {
         }
     }
 
+    /// Each design's counters and failure after `run_shares` with `jobs` and `redeal`.
     fn results(trace: &[u8], jobs: usize, redeal: Redeal) -> Vec<(crate::stats::SystemStats, Option<DesignFailure>)> {
         results_with(trace, jobs, redeal, 0)
     }

@@ -661,9 +661,7 @@ impl Tlb {
                 // `lookup_fa_lru`'s move and filter entry (in the filter and in the run): the
                 // entry used last (hit since, or else as before) stays, and the other one leaves
                 // the filter, its last use recorded; the new entry's use is this one.
-                if used[0] | used[1] != 0 {
-                    run.last = (used[1] > used[0]) as usize;
-                }
+                note_last_use(&mut run, &used);
                 let last = run.last & 1;
                 let k = if f.tag[last] == INVALID { last } else { 1 - last };
                 if used[k] != 0 {
@@ -1435,15 +1433,21 @@ impl Deferred {
     }
 }
 
+/// Notes in `run` the filter entry used last, if either has a use in `used` (as
+/// [`record_filter_uses`] has them); else it stays as it was.
+#[inline(always)]
+fn note_last_use(run: &mut FilterRun, used: &[usize; 2]) {
+    if used[0] | used[1] != 0 {
+        run.last = (used[1] > used[0]) as usize;
+    }
+}
+
 /// The last uses of the filter entries that [`Tlb::fa_lru_run`] holds in `used` (each its
 /// word's position plus one, 0 for none; at time `clock + used[k]`), recorded in `deferred` and
 /// cleared, with the entry used last noted in `run`.
 #[inline(always)]
 fn record_filter_uses(deferred: &mut Deferred, f: &Filter, run: &mut FilterRun, used: &mut [usize; 2], clock: u64) {
-    if used[0] | used[1] == 0 {
-        return;
-    }
-    run.last = (used[1] > used[0]) as usize;
+    note_last_use(run, used);
     for (k, &u) in used.iter().enumerate() {
         if u != 0 {
             deferred.record_at(f.slot[k], clock.wrapping_add(u as u64));
