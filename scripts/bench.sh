@@ -24,6 +24,7 @@
 #   decode run formats tracing caches itanium mach3 anchors curve jobs long
 # e.g. `scripts/bench.sh anchors curve jobs`; BENCH_LONG=1 adds `long` to the default set.
 set -euo pipefail
+export LC_NUMERIC=C  # a decimal point in $EPOCHREALTIME and bc's input
 
 cd "$(dirname "$0")/.."
 cargo build --release -q -p xlat-cli
@@ -54,9 +55,10 @@ kind = "radix"
 TOML
 for i in 2 3 4; do sed "s/^name = \"fa64\"/name = \"fa64-$i\"/" "$D/fa64.toml" > "$D/fa64-$i.toml"; done
 
-secs() { # wall seconds of one run of "$@"
+secs() { # wall seconds of one run of "$@", from just before it starts to just after it ends
+  # (bash's clock: a `date` on each side would add its own start-up, about 1-2 ms here)
   local s e
-  s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+  s=$EPOCHREALTIME; "$@" > /dev/null 2>&1; e=$EPOCHREALTIME
   echo "$e - $s" | bc -l
 }
 least() { printf "%s\n" "$@" | sort -g | head -1; }

@@ -26,6 +26,7 @@ pub(crate) mod feed;
 mod jobs;
 mod mach3;
 mod plain;
+mod probe;
 
 /// The address space of global pages (`os.global`): mapped once, shared by every process.
 pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
