@@ -139,6 +139,38 @@ impl Ahead {
     }
 }
 
+impl Ahead {
+    /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]:
+    /// the reader, which decodes the blocks nobody took, takes two at a time when it can).
+    pub(super) fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
+        if a.params != b.params {
+            self.finish(a, for_others);
+            self.finish(b, for_others);
+            return;
+        }
+        let Taken { seq: sa, raw: ra, bytes: ba, records: na, offset: oa, params, out: (mut ra_recs, mut ra_words) } =
+            a;
+        let Taken { seq: sb, raw: rb, bytes: bb, records: nb, offset: ob, out: (mut rb_recs, mut rb_words), .. } = b;
+        let ina = super::xtr::BlockIn { raw: &ra, bytes: ba, records: na, recs: &mut ra_recs, words: &mut ra_words };
+        let inb = super::xtr::BlockIn { raw: &rb, bytes: bb, records: nb, recs: &mut rb_recs, words: &mut rb_words };
+        let [resa, resb] = if for_others {
+            super::xtr::decode_blocks::<true>(ina, inb, params)
+        } else {
+            super::xtr::decode_blocks::<false>(ina, inb, params)
+        };
+        let done = |res: Result<Tally, (String, usize)>, recs, words, offset: u64| {
+            res.map(|tally| Decoded { records: recs, words, tally }).map_err(|(m, at)| (m, offset + at as u64))
+        };
+        let (da, db) = (done(resa, ra_recs, ra_words, oa), done(resb, rb_recs, rb_words, ob));
+        let mut q = self.lock();
+        for (seq, raw, d) in [(sa, ra, da), (sb, rb, db)] {
+            let job = q.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
+            job.raw = raw;
+            job.state = JobState::Done(d);
+        }
+    }
+}
+
 impl SpareWork for Ahead {
     /// Decodes the first block nobody has taken, if one is queued.
     fn help(&self) -> bool {

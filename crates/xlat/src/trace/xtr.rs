@@ -320,6 +320,49 @@ fn put_rare(out: &mut [Record], i: usize, r: Record) {
     out[i] = r;
 }
 
+/// Decodes the access record `w` starts with (tag `t`, at most [`tag::ACCESS_MAX`]) as `out[i]`
+/// with the per-kind state `la` and `ls`, telling `sink`: its length, or (an escaped size of 0)
+/// the bytes looked at, with nothing written.
+#[inline(always)]
+fn access_record<S: Sink>(
+    w: &[u8; 16],
+    t: u8,
+    la: &mut [u64; 4],
+    ls: &mut [u32; 4],
+    sink: &mut S,
+    out: &mut [Record],
+    i: usize,
+) -> Result<usize, usize> {
+    let info = &ACCESS.tags[(t & 0x7f) as usize];
+    // The length from the byte table, with no branch: branches on the commonest shapes (tried)
+    // mispredict on real traces, whose shapes alternate, and cost more than the load they save
+    // on the chain from one record to the next.
+    let mut len = ACCESS.len[(t & 0x7f) as usize] as usize;
+    // The kind from the tag itself rather than the table row, so that the kind's last address
+    // and size are addressed as soon as the tag is read.
+    let k = (t & 3) as usize;
+    let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & info.mask;
+    let addr = la[k].wrapping_add((raw ^ info.neg).wrapping_sub(info.neg));
+    // The explicit size byte (the record's last, if bit 6 says one follows), else the kind's
+    // last size, picked without a branch (which would mispredict on traces whose sizes vary,
+    // x86 instruction fetches).
+    let explicit = w[(len - 1) & 15] as u32;
+    let mut size = ls[k] ^ ((ls[k] ^ explicit) & info.pick);
+    if size == 0 {
+        size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
+        len += 4;
+        if size == 0 {
+            return Err(len);
+        }
+    }
+    la[k] = addr;
+    ls[k] = size;
+    if sink.access(i, k, info, size, addr) {
+        put::<S>(out, i, Record::Access { kind: kind_of(k), size, addr });
+    }
+    Ok(len)
+}
+
 /// Decodes records from `buf[pos..]` into `out[*n..]` while `pos < limit` and `out` has room.
 /// Requires `limit + MARGIN <= buf.len()`. Returns the new position, the start of the last record
 /// looked at, why it stopped, and the sink (taken and given back by value, so that its counts
@@ -358,35 +401,13 @@ fn decode_run<S: Sink>(
             let w: &[u8; 16] = unsafe { &*(p as *const [u8; 16]) };
             let t = w[0];
             let len = if t <= tag::ACCESS_MAX {
-                let info = &ACCESS.tags[(t & 0x7f) as usize];
-                // The length from the byte table, with no branch: branches on the commonest
-                // shapes (tried) mispredict on real traces, whose shapes alternate, and cost
-                // more than the load they save on the chain from one record to the next.
-                let mut len = ACCESS.len[(t & 0x7f) as usize] as usize;
-                // The kind from the tag itself rather than the table row, so that the kind's
-                // last address and size are addressed as soon as the tag is read.
-                let k = (t & 3) as usize;
-                let raw = u64::from_le_bytes(w[1..9].try_into().unwrap()) & info.mask;
-                let addr = la[k].wrapping_add((raw ^ info.neg).wrapping_sub(info.neg));
-                la[k] = addr;
-                // The explicit size byte (the record's last, if bit 6 says one follows), else
-                // the kind's last size, picked without a branch (which would mispredict on
-                // traces whose sizes vary, x86 instruction fetches).
-                let explicit = w[(len - 1) & 15] as u32;
-                let mut size = ls[k] ^ ((ls[k] ^ explicit) & info.pick);
-                if size == 0 {
-                    size = u32::from_le_bytes(w[len & 15..][..4].try_into().unwrap());
-                    len += 4;
-                    if size == 0 {
+                match access_record(w, t, &mut la, &mut ls, &mut sink, out, i) {
+                    Ok(len) => len,
+                    Err(len) => {
                         pos = at(buf, p);
                         break 'run Stop::Bad("access of size 0", len);
                     }
                 }
-                ls[k] = size;
-                if sink.access(i, k, info, size, addr) {
-                    put::<S>(out, i, Record::Access { kind: kind_of(k), size, addr });
-                }
-                len
             } else {
                 pos = at(buf, p);
                 if t <= tag::THREAD {
@@ -457,6 +478,26 @@ macro_rules! with_words_sink {
     };
 }
 
+/// [`with_words_sink`] with two sinks of one type, `$sa` of `$wa` and `$sb` of `$wb`.
+macro_rules! with_words_sinks {
+    ($all:expr, $shift:expr, $nt:tt, $wa:expr, $wb:expr, |$sa:ident, $sb:ident| $body:expr) => {
+        match ($all, $shift) {
+            (true, _) => {
+                let ($sa, $sb) = (Words::<true, 0, $nt>::new($wa, $shift), Words::<true, 0, $nt>::new($wb, $shift));
+                $body
+            }
+            (false, 12) => {
+                let ($sa, $sb) = (Words::<false, 12, $nt>::new($wa, $shift), Words::<false, 12, $nt>::new($wb, $shift));
+                $body
+            }
+            (false, _) => {
+                let ($sa, $sb) = (Words::<false, 0, $nt>::new($wa, $shift), Words::<false, 0, $nt>::new($wb, $shift));
+                $body
+            }
+        }
+    };
+}
+
 /// Stores `w` at `p`; with `NT`, around the cache (a non-temporal store, on x86-64), for words
 /// that another thread is to read: the storing thread then neither waits to own the line (which
 /// the other thread read last, when the buffer was used before) nor keeps it.
@@ -497,6 +538,75 @@ pub(super) fn decode_block<const NT: bool>(
     recs: &mut Vec<Record>,
     words: &mut Vec<u64>,
 ) -> Result<Tally, (String, usize)> {
+    let (out, ws) = block_room(raw, bytes, records, recs, words);
+    let mut st = BlockState::default();
+    let (pos, start, stop, tally) = with_words_sink!(params.all_records, params.shift, NT, ws, |sink| {
+        let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut st.la, &mut st.ls, out, &mut st.n, sink);
+        (p, s, stop, sink.tally)
+    });
+    fence_words::<NT>();
+    block_result(raw, bytes, records, (pos, start, stop), st.n, tally, recs, words)
+}
+
+/// [`decode_block`] of two blocks, `a` and `b`, whose records are decoded in turns while both
+/// hold access records: two chains of record positions in flight, where one block alone is one
+/// chain (each record's position waits on the previous record's tag and length, about 11
+/// cycles). The rest of each block, from its first other record on, as [`decode_block`] does.
+pub(super) fn decode_blocks<const NT: bool>(
+    a: BlockIn<'_>,
+    b: BlockIn<'_>,
+    params: Params,
+) -> [Result<Tally, (String, usize)>; 2] {
+    let (outa, wsa) = block_room(a.raw, a.bytes, a.records, a.recs, a.words);
+    let (outb, wsb) = block_room(b.raw, b.bytes, b.records, b.recs, b.words);
+    let (mut sa, mut sb) = (BlockState::default(), BlockState::default());
+    let (ends, tallies) = with_words_sinks!(params.all_records, params.shift, NT, wsa, wsb, |sinka, sinkb| {
+        let (pa, pb, sinka, sinkb) =
+            decode_pair((a.raw, a.bytes, &mut sa, outa, sinka), (b.raw, b.bytes, &mut sb, outb, sinkb));
+        let (p, s, stop, sinka) = decode_run(a.raw, pa, a.bytes, &mut sa.la, &mut sa.ls, outa, &mut sa.n, sinka);
+        let (q, t, stopb, sinkb) = decode_run(b.raw, pb, b.bytes, &mut sb.la, &mut sb.ls, outb, &mut sb.n, sinkb);
+        ([(p, s, stop), (q, t, stopb)], [sinka.tally, sinkb.tally])
+    });
+    fence_words::<NT>();
+    let [ea, eb] = ends;
+    [
+        block_result(a.raw, a.bytes, a.records, ea, sa.n, tallies[0], a.recs, a.words),
+        block_result(b.raw, b.bytes, b.records, eb, sb.n, tallies[1], b.recs, b.words),
+    ]
+}
+
+/// A block to decode ([`decode_blocks`]): its records `raw[..bytes]` (followed by at least
+/// [`MARGIN`] more bytes), how many they are, and where they go.
+pub(super) struct BlockIn<'a> {
+    pub(super) raw: &'a [u8],
+    pub(super) bytes: usize,
+    pub(super) records: usize,
+    pub(super) recs: &'a mut Vec<Record>,
+    pub(super) words: &'a mut Vec<u64>,
+}
+
+/// The per-kind state of a block being decoded and the records decoded so far.
+struct BlockState {
+    la: [u64; 4],
+    ls: [u32; 4],
+    n: usize,
+}
+
+impl Default for BlockState {
+    /// A stream's initial state.
+    fn default() -> BlockState {
+        BlockState { la: [0; 4], ls: [1; 4], n: 0 }
+    }
+}
+
+/// Room for a block's `records` records and words in `recs` and `words`.
+fn block_room<'a>(
+    raw: &[u8],
+    bytes: usize,
+    records: usize,
+    recs: &'a mut Vec<Record>,
+    words: &'a mut Vec<u64>,
+) -> (&'a mut [Record], &'a mut [u64]) {
     assert!(raw.len() >= bytes + MARGIN && records <= Tally::MAX);
     if recs.len() < records {
         recs.resize(records, Record::Marker { id: 0 });
@@ -504,13 +614,22 @@ pub(super) fn decode_block<const NT: bool>(
     if words.len() < records {
         words.resize(records, SLOW_WORD);
     }
-    let (mut la, mut ls, mut n) = ([0; 4], [1; 4], 0);
-    let (out, ws, shift) = (&mut recs[..records], &mut words[..records], params.shift);
-    let (pos, start, stop, tally) = with_words_sink!(params.all_records, shift, NT, ws, |sink| {
-        let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut la, &mut ls, out, &mut n, sink);
-        (p, s, stop, sink.tally)
-    });
-    fence_words::<NT>();
+    (&mut recs[..records], &mut words[..records])
+}
+
+/// What a block's decoding came to: where it stopped (`decode_run`'s position, last record's
+/// start and why) after `n` records.
+#[allow(clippy::too_many_arguments)]
+fn block_result(
+    raw: &[u8],
+    bytes: usize,
+    records: usize,
+    (pos, start, stop): (usize, usize, Stop),
+    n: usize,
+    tally: Tally,
+    recs: &mut Vec<Record>,
+    words: &mut Vec<u64>,
+) -> Result<Tally, (String, usize)> {
     match stop {
         Stop::Limit => {}
         Stop::Special => return Err((not_in_block(raw[start]), start)),
@@ -523,6 +642,43 @@ pub(super) fn decode_block<const NT: bool>(
     recs.truncate(records);
     words.truncate(records);
     Ok(tally)
+}
+
+/// The paired loop of [`decode_blocks`]: one access record of each block a step, from each
+/// block's start, while both blocks have one next and room for it. Returns where each block
+/// stopped (the start of a record not decoded, or its end) and the sinks.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn decode_pair<S: Sink>(
+    (ra, ba, sa, outa, mut sinka): (&[u8], usize, &mut BlockState, &mut [Record], S),
+    (rb, bb, sb, outb, mut sinkb): (&[u8], usize, &mut BlockState, &mut [Record], S),
+) -> (usize, usize, S, S) {
+    let (ra, rb) = (&ra[..ba + MARGIN], &rb[..bb + MARGIN]);
+    // As in `decode_run`: each record is at least one byte long, so while a position is below
+    // its end there is room for its record in `out`.
+    let (enda, endb) = (ra[ba.min(outa.len())..].as_ptr(), rb[bb.min(outb.len())..].as_ptr());
+    let (mut pa, mut pb) = (ra.as_ptr(), rb.as_ptr());
+    let (mut ia, mut ib) = (sa.n, sb.n);
+    debug_assert!(ia == 0 && ib == 0);
+    while pa < enda && pb < endb {
+        // SAFETY: `p < end`, at most byte `bytes` of the block, which `MARGIN >= 16` more bytes
+        // follow: the 16 bytes from `p` are inside it.
+        let (wa, wb): (&[u8; 16], &[u8; 16]) = unsafe { (&*(pa as *const [u8; 16]), &*(pb as *const [u8; 16])) };
+        let (ta, tb) = (wa[0], wb[0]);
+        if (ta | tb) > tag::ACCESS_MAX {
+            break;
+        }
+        let Ok(la) = access_record(wa, ta, &mut sa.la, &mut sa.ls, &mut sinka, outa, ia) else { break };
+        // SAFETY: `la <= MARGIN`: `pa + la` is inside the block's slice or one past its end.
+        pa = unsafe { pa.add(la) };
+        ia += 1;
+        let Ok(lb) = access_record(wb, tb, &mut sb.la, &mut sb.ls, &mut sinkb, outb, ib) else { break };
+        // SAFETY: as for `pa`.
+        pb = unsafe { pb.add(lb) };
+        ib += 1;
+    }
+    (sa.n, sb.n) = (ia, ib);
+    (at(ra, pa), at(rb, pb), sinka, sinkb)
 }
 
 /// What is wrong with tag `t` met inside a block.
@@ -1170,8 +1326,13 @@ impl<R: Read + Send> XtrReader<R> {
                 Some(JobState::Done(_)) => break q.jobs.pop_front().expect("a front job"),
                 Some(_) => match Ahead::take(&mut q) {
                     Some(t) => {
+                        // Two at a time if two are waiting (`decode_blocks`).
+                        let next = Ahead::take(&mut q);
                         drop(q);
-                        ahead.finish(t, for_other_core);
+                        match next {
+                            Some(u) => ahead.finish_two(t, u, for_other_core),
+                            None => ahead.finish(t, for_other_core),
+                        }
                     }
                     None => {
                         drop(q);
@@ -1675,6 +1836,78 @@ mod tests {
                 all
             });
             assert!(got == recs, "{c:?}: read_batch after read_batch_words");
+        }
+    }
+
+    #[test]
+    fn blocks_decoded_in_pairs_give_what_each_gives_alone() {
+        // Block bodies: records of a generated trace (accesses of every kind and size, the
+        // escaped size 300, events) cut at several lengths, a block whose records start with
+        // an event, an empty one, and corrupt ones (an escaped size of 0 after good records, a
+        // record count one too high, an extension inside).
+        let recs = blocky_trace();
+        let body = |recs: &[Record]| {
+            let raw = encode_to_vec(recs, Compression::None).unwrap();
+            let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
+            assert_eq!(raw[header], tag::BLOCK);
+            let mut p = header + 1;
+            let n = get_varint(&raw, &mut p).unwrap() as usize;
+            let bytes = get_varint(&raw, &mut p).unwrap() as usize;
+            (raw[p..p + bytes].to_vec(), n)
+        };
+        let good = [0x49, 0x00, 0x10, 0x04, 0x25, 0x08];
+        let mut blocks: Vec<(Vec<u8>, usize)> = [1, 2, 7, 100, 998, 2000, 4096]
+            .iter()
+            .zip([0, 3, 11, 500, 1000, 5000, 20_000])
+            .map(|(&n, from)| body(&recs[from..from + n]))
+            .collect();
+        blocks.push(body(&[Record::ContextSwitch { asid: 1 }, recs[0], recs[1]]));
+        blocks.push((Vec::new(), 0));
+        blocks.push(([&good[..], &good[..], &[0x45, 0x00, 0, 0, 0, 0][..]].concat(), 5));
+        blocks.push((good.to_vec(), 3));
+        blocks.push(([&good[..], &[tag::EXTENSION, 9, 0][..]].concat(), 3));
+        assert!(blocks.iter().any(|(b, _)| b.contains(&0x40)), "an escaped or explicit size");
+        let params = Params { shift: 12, all_records: false };
+        let alone = |(b, n): &(Vec<u8>, usize)| {
+            let raw = [&b[..], &[0; MARGIN]].concat();
+            let (mut recs, mut words) = (Vec::new(), Vec::new());
+            let r = decode_block::<false>(&raw, b.len(), *n, params, &mut recs, &mut words);
+            r.map(|t| (t, recs, words))
+        };
+        for a in &blocks {
+            for b in &blocks {
+                let (rawa, rawb) = ([&a.0[..], &[0; MARGIN]].concat(), [&b.0[..], &[0; MARGIN]].concat());
+                let (mut ra, mut wa, mut rb, mut wb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let [ta, tb] = decode_blocks::<false>(
+                    BlockIn { raw: &rawa, bytes: a.0.len(), records: a.1, recs: &mut ra, words: &mut wa },
+                    BlockIn { raw: &rawb, bytes: b.0.len(), records: b.1, recs: &mut rb, words: &mut wb },
+                    params,
+                );
+                let pair = [ta.map(|t| (t, ra, wa)), tb.map(|t| (t, rb, wb))];
+                for ((got, want), which) in pair.into_iter().zip([alone(a), alone(b)]).zip(["a", "b"]) {
+                    match (got, want) {
+                        (Ok((tg, rg, wg)), Ok((tw, rw, ww))) => {
+                            let counts = |t: Tally| {
+                                let mut c = super::super::TraceCounts::default();
+                                c.add_tally(&t);
+                                c
+                            };
+                            assert!(
+                                counts(tg) == counts(tw) && wg == ww,
+                                "{which}: counts or words ({} and {} records)",
+                                a.1,
+                                b.1
+                            );
+                            // The records whose word is slow (the others are not written).
+                            for ((x, y), w) in rg.iter().zip(&rw).zip(&wg) {
+                                assert!(*w != SLOW_WORD || x == y, "{which}: a slow record");
+                            }
+                        }
+                        (Err(e), Err(f)) => assert_eq!(e, f, "{which}"),
+                        (g, w) => panic!("{which}: {:?} against {:?}", g.map(|x| x.2), w.map(|x| x.2)),
+                    }
+                }
+            }
         }
     }
 
