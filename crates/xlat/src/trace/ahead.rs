@@ -137,9 +137,7 @@ impl Ahead {
         job.raw = raw;
         job.state = JobState::Done(result);
     }
-}
 
-impl Ahead {
     /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]:
     /// the reader, which decodes the blocks nobody took, takes two at a time when it can).
     pub(super) fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
