@@ -7,7 +7,7 @@
 use super::probe::{Probe, FAR_NS};
 use crate::trace::frames::SpareWork;
 use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH, SLOW_WORD};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
@@ -81,9 +81,8 @@ enum Source<'scope> {
         poll: bool,
         /// The reader's work that the simulation takes on while no batch is ready.
         spare: Option<Arc<dyn SpareWork>>,
-        /// The reader's probe of how far apart the two cores are, until it is over (a reader
-        /// that polls).
-        probe: Cell<Option<Arc<Probe>>>,
+        /// The reader's probe of how far apart the two cores are (a reader that polls).
+        probe: Option<Arc<Probe>>,
         /// Used batches go back here to be refilled.
         recycle: Sender<Batch>,
         /// True if the reference limit cut the trace (there was more).
@@ -130,8 +129,8 @@ pub(crate) fn spawn<'scope, 'env>(
     let depth = if spare.is_some() { 4.max(SPARE_DEPTH / bundle) } else { 4 };
     let (full_tx, batches) = mpsc::sync_channel::<Result<Vec<Batch>, TraceError>>(depth);
     let (recycle, empty_rx) = mpsc::channel::<Batch>();
-    // With a core to itself, the reader stores the words around its cache once it has found
-    // its core far from the simulation's (`probe`), after its first batches.
+    // With a core to itself, the reader stores the words around its cache while it finds its
+    // core far from the simulation's (`probe`: after its first batches, then now and then).
     let probe = poll.then(|| Arc::new(Probe::default()));
     let asks = probe.clone();
     let truncated = scope.spawn(move || -> bool {
@@ -153,7 +152,7 @@ pub(crate) fn spawn<'scope, 'env>(
                         }
                         out.reserve(bundle);
                         sent += bundle;
-                        if sent == PROBE_AFTER {
+                        if sent % PROBE_EVERY == PROBE_AFTER {
                             if let Some(p) = &asks {
                                 for_other_core = p.ask(PROBE_FIRST).is_some_and(|ns| ns > FAR_NS);
                             }
@@ -172,7 +171,6 @@ pub(crate) fn spawn<'scope, 'env>(
         flush(&mut out);
         more
     });
-    let probe = Cell::new(probe);
     Feed(Source::Thread { batches, ready: RefCell::new(VecDeque::new()), poll, spare, probe, recycle, truncated })
 }
 
@@ -400,18 +398,20 @@ impl Feed<'_> {
 /// simulation's are ([`super::probe`]): by then the two threads run on cores of their own.
 const PROBE_AFTER: usize = 16;
 
+/// Batches between a polling reader's probes after the first: a VM's placement of its vCPUs
+/// can change during a long run (about 17 M references, 70 ms of the real benchmark trace's run
+/// on the Xeon VM, between probes).
+const PROBE_EVERY: usize = 4096;
+
 /// How long the probing reader waits for the simulation's first answer: the simulation
 /// answers between batches.
 const PROBE_FIRST: Duration = Duration::from_millis(20);
 
-/// Answers the reader's probe, if it has started one ([`Probe::serve`]); forgets it once it is
-/// over.
+/// Answers the reader's probe, if it has one under way ([`Probe::serve`]).
 #[inline]
-fn serve(probe: &Cell<Option<Arc<Probe>>>) {
-    if let Some(p) = probe.take() {
-        if !p.serve() {
-            probe.set(Some(p));
-        }
+fn serve(probe: &Option<Arc<Probe>>) {
+    if let Some(p) = probe {
+        p.serve();
     }
 }
 
