@@ -86,6 +86,13 @@ impl Queue {
         self.raws.pop().unwrap_or_default()
     }
 
+    /// Puts the result of the taken job `seq` in its place, with its raw buffer back.
+    fn done(&mut self, seq: u64, raw: Vec<u8>, result: Result<Decoded, (String, u64)>) {
+        let job = self.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
+        job.raw = raw;
+        job.state = JobState::Done(result);
+    }
+
     /// Gives back a job's raw buffer and a batch's vectors.
     pub(super) fn recycle(&mut self, raw: Vec<u8>, out: (Vec<Record>, Vec<u64>)) {
         self.raws.push(raw);
@@ -130,12 +137,7 @@ impl Ahead {
         } else {
             super::xtr::decode_block::<false>(&raw, bytes, records, params, &mut recs, &mut words)
         };
-        let result =
-            result.map(|tally| Decoded { records: recs, words, tally }).map_err(|(m, at)| (m, offset + at as u64));
-        let mut q = self.lock();
-        let job = q.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
-        job.raw = raw;
-        job.state = JobState::Done(result);
+        self.lock().done(seq, raw, decoded(result, recs, words, offset));
     }
 
     /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]:
@@ -156,17 +158,22 @@ impl Ahead {
         } else {
             super::xtr::decode_blocks::<false>(ina, inb, params)
         };
-        let done = |res: Result<Tally, (String, usize)>, recs, words, offset: u64| {
-            res.map(|tally| Decoded { records: recs, words, tally }).map_err(|(m, at)| (m, offset + at as u64))
-        };
-        let (da, db) = (done(resa, ra_recs, ra_words, oa), done(resb, rb_recs, rb_words, ob));
+        let (da, db) = (decoded(resa, ra_recs, ra_words, oa), decoded(resb, rb_recs, rb_words, ob));
         let mut q = self.lock();
-        for (seq, raw, d) in [(sa, ra, da), (sb, rb, db)] {
-            let job = q.jobs.iter_mut().find(|j| j.seq == seq).expect("a taken job stays queued until it is done");
-            job.raw = raw;
-            job.state = JobState::Done(d);
-        }
+        q.done(sa, ra, da);
+        q.done(sb, rb, db);
     }
+}
+
+/// A block's decoding as a job's result: its batch, or what is wrong and where in the stream
+/// (the block's records start at `offset`).
+fn decoded(
+    result: Result<Tally, (String, usize)>,
+    records: Vec<Record>,
+    words: Vec<u64>,
+    offset: u64,
+) -> Result<Decoded, (String, u64)> {
+    result.map(|tally| Decoded { records, words, tally }).map_err(|(m, at)| (m, offset + at as u64))
 }
 
 impl SpareWork for Ahead {

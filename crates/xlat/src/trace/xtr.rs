@@ -455,43 +455,23 @@ struct InBlock {
     end: usize,
 }
 
-/// Evaluates `$body` with `$sink` the [`Words`] sink of `$words` for `$all` (every record
-/// written or not) and page shift `$shift`, storing as `$nt` says ([`Words`]): one build of the
-/// decoding loop that writes every record, one for 4 KiB pages (the shift a constant) and one
-/// for other page sizes.
+/// Evaluates `$body` with each `$sink` the [`Words`] sink of its `$words` for `$all` (every
+/// record written or not) and page shift `$shift`, storing as `$nt` says ([`Words`]): one build
+/// of the decoding loop that writes every record, one for 4 KiB pages (the shift a constant) and
+/// one for other page sizes. Several sinks (blocks decoded together) are of one type.
 macro_rules! with_words_sink {
-    ($all:expr, $shift:expr, $nt:tt, $words:expr, |$sink:ident| $body:expr) => {
+    ($all:expr, $shift:expr, $nt:tt, $($words:expr => $sink:ident),+ ; $body:expr) => {
         match ($all, $shift) {
             (true, _) => {
-                let $sink = Words::<true, 0, $nt>::new($words, $shift);
+                $(let $sink = Words::<true, 0, $nt>::new($words, $shift);)+
                 $body
             }
             (false, 12) => {
-                let $sink = Words::<false, 12, $nt>::new($words, $shift);
+                $(let $sink = Words::<false, 12, $nt>::new($words, $shift);)+
                 $body
             }
             (false, _) => {
-                let $sink = Words::<false, 0, $nt>::new($words, $shift);
-                $body
-            }
-        }
-    };
-}
-
-/// [`with_words_sink`] with two sinks of one type, `$sa` of `$wa` and `$sb` of `$wb`.
-macro_rules! with_words_sinks {
-    ($all:expr, $shift:expr, $nt:tt, $wa:expr, $wb:expr, |$sa:ident, $sb:ident| $body:expr) => {
-        match ($all, $shift) {
-            (true, _) => {
-                let ($sa, $sb) = (Words::<true, 0, $nt>::new($wa, $shift), Words::<true, 0, $nt>::new($wb, $shift));
-                $body
-            }
-            (false, 12) => {
-                let ($sa, $sb) = (Words::<false, 12, $nt>::new($wa, $shift), Words::<false, 12, $nt>::new($wb, $shift));
-                $body
-            }
-            (false, _) => {
-                let ($sa, $sb) = (Words::<false, 0, $nt>::new($wa, $shift), Words::<false, 0, $nt>::new($wb, $shift));
+                $(let $sink = Words::<false, 0, $nt>::new($words, $shift);)+
                 $body
             }
         }
@@ -540,7 +520,7 @@ pub(super) fn decode_block<const NT: bool>(
 ) -> Result<Tally, (String, usize)> {
     let (out, ws) = block_room(raw, bytes, records, recs, words);
     let mut st = BlockState::default();
-    let (pos, start, stop, tally) = with_words_sink!(params.all_records, params.shift, NT, ws, |sink| {
+    let (pos, start, stop, tally) = with_words_sink!(params.all_records, params.shift, NT, ws => sink; {
         let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut st.la, &mut st.ls, out, &mut st.n, sink);
         (p, s, stop, sink.tally)
     });
@@ -560,7 +540,7 @@ pub(super) fn decode_blocks<const NT: bool>(
     let (outa, wsa) = block_room(a.raw, a.bytes, a.records, a.recs, a.words);
     let (outb, wsb) = block_room(b.raw, b.bytes, b.records, b.recs, b.words);
     let (mut sa, mut sb) = (BlockState::default(), BlockState::default());
-    let (ends, tallies) = with_words_sinks!(params.all_records, params.shift, NT, wsa, wsb, |sinka, sinkb| {
+    let (ends, tallies) = with_words_sink!(params.all_records, params.shift, NT, wsa => sinka, wsb => sinkb; {
         let (pa, pb, sinka, sinkb) =
             decode_pair((a.raw, a.bytes, &mut sa, outa, sinka), (b.raw, b.bytes, &mut sb, outb, sinkb));
         let (p, s, stop, sinka) = decode_run(a.raw, pa, a.bytes, &mut sa.la, &mut sa.ls, outa, &mut sa.n, sinka);
@@ -1263,7 +1243,7 @@ impl<R: Read + Send> XtrReader<R> {
         let (words, shift) = (&mut w.words[..max], w.shift);
         // `out[..max]` and `words` (of length `max`): the sink's bound.
         let batch = &mut out[..max];
-        let (result, tally) = with_words_sink!(w.all_records, shift, false, words, |sink| {
+        let (result, tally) = with_words_sink!(w.all_records, shift, false, words => sink; {
             let mut sink = sink;
             (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
         });
