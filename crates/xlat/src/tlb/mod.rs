@@ -541,17 +541,37 @@ impl Tlb {
     /// The engine's loop of a fully associative LRU TLB on its own, the arrays borrowed once:
     /// each reference is one probe of the index (past the filter, if the build has it), then on
     /// a hit a move to the head of the order list as [`Tlb::lookup_fa_lru`] makes it, and on a
-    /// miss the fill [`Tlb::fill_fa_lru`] makes. `FILTER` only changes how fast. With it, the
-    /// filter is held in registers and its hits take a loop of their own (fast where most
-    /// lookups repeat one of the two pages hit last: real programs), and the moves to the head
-    /// are recorded and applied in order before a fill and at the end ([`Deferred`]). Without
-    /// it, the run
-    /// commits the filter's pending hits and empties it first, and no lookup tests it (fast
-    /// where fewer do: the filter's upkeep costs more than it saves); hits on the two most
-    /// recent entries are counted instead (`recent_hits`), for the engine's choice.
+    /// miss the fill [`Tlb::fill_fa_lru`] makes. `FILTER` only changes how fast: with it, the
+    /// run is [`Tlb::fa_lru_run_filtered`] (fast where most lookups repeat one of the two pages
+    /// hit last: real programs), and without it [`Tlb::fa_lru_run_ahead`] (fast where fewer do:
+    /// the filter's upkeep costs more than it saves).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fa_lru_run<const FILTER: bool>(
+        &mut self,
+        asid: Asid,
+        word: &impl Fn(usize) -> u64,
+        i: usize,
+        len: usize,
+        n: &mut u64,
+        n_data: &mut u64,
+        walk: &mut impl FnMut(u64) -> Option<Pte>,
+        misses: &mut FaLruMisses,
+    ) -> usize {
+        debug_assert!(self.fa_lru_lookup());
+        if FILTER {
+            self.fa_lru_run_filtered(asid, word, i, len, n, n_data, walk, misses)
+        } else {
+            self.fa_lru_run_ahead(asid, word, i, len, n, n_data, walk, misses)
+        }
+    }
+
+    /// [`Tlb::fa_lru_run`] with the filter held in registers: its hits take a loop of their
+    /// own, and the moves to the head are recorded and applied in order before a fill and at
+    /// the end ([`Deferred`]).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn fa_lru_run_filtered(
         &mut self,
         asid: Asid,
         word: &impl Fn(usize) -> u64,
@@ -562,17 +582,10 @@ impl Tlb {
         walk: &mut impl FnMut(u64) -> Option<Pte>,
         misses: &mut FaLruMisses,
     ) -> usize {
-        debug_assert!(self.fa_lru_lookup());
         // A fill here keeps the TLB as `fa_lru_lookup` needs it: a base-page entry of a
         // process's own ASID, in a TLB without block entries.
         let fills = self.blocks == 0 && asid.0 != GLOBAL;
         let shift = self.base.shift() as u8;
-        if !FILTER {
-            // The filter's pending hits go to the list, and it answers nothing: every lookup
-            // of the run updates the list itself.
-            self.commit_fa_lru();
-            self.filter.clear();
-        }
         let mut run = self.filter_run(asid);
         let Tlb { index, order, slots, filter: f, size_count, present, deferred, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
@@ -581,83 +594,56 @@ impl Tlb {
         // Filter entries made by the run whose ASID and translation are still to be written
         // (bit `k` for entry `k`).
         let mut unset = 0u32;
-        // With the filter, each entry's last use not yet recorded in `deferred`, as its word's
-        // position plus one (0: none): an entry's uses are recorded once, when it leaves the
-        // filter, before a fill and at the run's end, at the time `clock + used[k]` of the last
+        // Each entry's last use not yet recorded in `deferred`, as its word's position plus
+        // one (0: none): an entry's uses are recorded once, when it leaves the filter, before a
+        // fill and at the run's end, at the time `clock + used[k]` of the last
         // (`Deferred::record_at`), rather than at every lookup the filter misses. The hits
         // pending from before the run are older than any of its uses: recorded first.
         let mut used = [0usize; 2];
-        let mut clock = 0u64;
-        if FILTER {
-            if run.pending[0] | run.pending[1] {
-                let last = run.last & 1;
-                for k in [1 - last, last] {
-                    if run.pending[k] {
-                        deferred.record(f.slot[k]);
-                    }
+        if run.pending[0] | run.pending[1] {
+            let last = run.last & 1;
+            for k in [1 - last, last] {
+                if run.pending[k] {
+                    deferred.record(f.slot[k]);
                 }
-                run.pending = [false; 2];
             }
-            // Times from `deferred.now` on: position `start` (`used[k] == start + 1`) at `now`.
-            clock = deferred.now.wrapping_sub(start as u64 + 1);
+            run.pending = [false; 2];
         }
+        // Times from `deferred.now` on: position `start` (`used[k] == start + 1`) at `now`.
+        let clock = deferred.now.wrapping_sub(start as u64 + 1);
         while i < len {
-            if FILTER {
-                // Filter hits in a loop of their own, each entry's last use in a register. A
-                // slow word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or
-                // INVALID.
-                let [t0, t1] = run.tag;
-                let from = i;
-                while i < len {
-                    let w = word(i);
-                    let (d0, d1) = ((w >> 1) ^ t0, (w >> 1) ^ t1);
-                    if d0.min(d1) != 0 {
-                        break;
-                    }
-                    data_refs += w & 1;
-                    i += 1;
-                    if d0 == 0 {
-                        used[0] = i;
-                    } else {
-                        used[1] = i;
-                    }
-                }
-                if i != from {
-                    misses.filter_hits += (i - from) as u64;
-                }
-                if i >= len {
+            // Filter hits in a loop of their own, each entry's last use in a register. A slow
+            // word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or INVALID.
+            let [t0, t1] = run.tag;
+            let from = i;
+            while i < len {
+                let w = word(i);
+                let (d0, d1) = ((w >> 1) ^ t0, (w >> 1) ^ t1);
+                if d0.min(d1) != 0 {
                     break;
                 }
+                data_refs += w & 1;
+                i += 1;
+                if d0 == 0 {
+                    used[0] = i;
+                } else {
+                    used[1] = i;
+                }
+            }
+            if i != from {
+                misses.filter_hits += (i - from) as u64;
+            }
+            if i >= len {
+                break;
             }
             let w = word(i);
             if w == SLOW_WORD {
                 break;
             }
+            // No filter hit: the loop above stopped at it.
             let vpn = w >> 1;
-            // Counted now, so that the word need not be kept (taken back if the run stops here).
-            data_refs += w & 1;
-            // With the filter, `vpn` is no filter hit: the loop above stopped at it.
-            let hit = index.get(vpn, asid.0, slots);
-            let pte = match hit {
-                Some(_) => None,
-                None if fills => match walk(vpn) {
-                    Some(pte) => Some(pte),
-                    None => {
-                        data_refs -= w & 1;
-                        break;
-                    }
-                },
-                None => {
-                    data_refs -= w & 1;
-                    break;
-                }
-            };
-            if let Some(slot) = hit {
-                if !FILTER {
-                    misses.recent_hits += order.move_to_head_recent(0, slot) as u64;
-                    i += 1;
-                    continue;
-                }
+            if let Some(slot) = index.get(vpn, asid.0, slots) {
+                data_refs += w & 1;
                 // `lookup_fa_lru`'s move and filter entry (in the filter and in the run): the
                 // entry used last (hit since, or else as before) stays, and the other one leaves
                 // the filter, its last use recorded; the new entry's use is this one.
@@ -674,48 +660,39 @@ impl Tlb {
                 unset |= 1 << k;
                 run.tag[k] = vpn;
                 run.last = k;
-            } else if let Some(pte) = pte {
-                // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the
-                // list has the uses recorded.
-                if FILTER {
-                    record_filter_uses(deferred, f, &mut run, &mut used, clock);
-                    deferred.apply(order);
-                }
-                let slot = order.tail(0);
-                let s = slot as usize;
-                let old = &slots[s];
-                if old.key != INVALID {
-                    debug_assert_ne!(old.asid, GLOBAL, "fa_lru_lookup holds only without global entries");
-                    index.remove(old.key, old.asid, slot);
-                    misses.evictions += 1;
-                    for k in 0..2 {
-                        if FILTER && f.slot[k] == slot {
-                            f.drop_entry(k);
-                            run.tag[k] = INVALID;
-                        }
-                    }
-                } else {
-                    size_count[0] += 1;
-                    *present |= 1;
-                }
-                index.insert(vpn, asid.0, slot);
-                slots[s] = Slot { key: vpn, asid: asid.0, data: TlbData { pfn: pte.pfn.0, shift, valid: 0 } };
-                order.tail_to_head(0);
-                // The filter entries of another process's `vpn` no longer answer.
+                i += 1;
+                continue;
+            }
+            let Some(pte) = (if fills { walk(vpn) } else { None }) else { break };
+            data_refs += w & 1;
+            // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the list
+            // has the uses recorded.
+            record_filter_uses(deferred, f, &mut run, &mut used, clock);
+            deferred.apply(order);
+            let slot = order.tail(0);
+            let data = TlbData { pfn: pte.pfn.0, shift, valid: 0 };
+            if fa_lru_refill(index, slots, size_count, present, slot, index.bucket(vpn, asid.0), asid.0, vpn, data) {
+                misses.evictions += 1;
                 for k in 0..2 {
-                    if FILTER && f.tag[k] == vpn {
+                    if f.slot[k] == slot {
                         f.drop_entry(k);
                         run.tag[k] = INVALID;
                     }
                 }
-                misses.fills += 1;
             }
+            order.tail_to_head(0);
+            // The filter entries of another process's `vpn` no longer answer.
+            for k in 0..2 {
+                if f.tag[k] == vpn {
+                    f.drop_entry(k);
+                    run.tag[k] = INVALID;
+                }
+            }
+            misses.fills += 1;
             i += 1;
         }
-        if FILTER {
-            record_filter_uses(deferred, f, &mut run, &mut used, clock);
-            deferred.apply(order);
-        }
+        record_filter_uses(deferred, f, &mut run, &mut used, clock);
+        deferred.apply(order);
         *n += (i - start) as u64;
         *n_data += data_refs;
         // The ASID and translation of the filter entries the run made, from their slots: a
@@ -727,6 +704,79 @@ impl Tlb {
             }
         }
         self.end_filter_run(run);
+        i
+    }
+
+    /// [`Tlb::fa_lru_run`] without the filter: the run commits the filter's pending hits and
+    /// empties it first, and no lookup tests it; hits on the two most recent entries are
+    /// counted instead (`recent_hits`), for the engine's choice.
+    ///
+    /// Each reference's probe of the index starts one reference early: its bucket and the
+    /// bucket's first slot are read before the previous reference's hit or miss is known (and
+    /// read again after a fill, which may change them). A mispredicted hit or miss then
+    /// restarts the next lookup at the slot's key, not at the word. The list's head is held
+    /// in a register.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn fa_lru_run_ahead(
+        &mut self,
+        asid: Asid,
+        word: &impl Fn(usize) -> u64,
+        mut i: usize,
+        len: usize,
+        n: &mut u64,
+        n_data: &mut u64,
+        walk: &mut impl FnMut(u64) -> Option<Pte>,
+        misses: &mut FaLruMisses,
+    ) -> usize {
+        let fills = self.blocks == 0 && asid.0 != GLOBAL;
+        let shift = self.base.shift() as u8;
+        self.commit_fa_lru();
+        self.filter.clear();
+        let Tlb { index, order, slots, size_count, present, .. } = self;
+        let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
+        let start = i;
+        let (mut data_refs, mut fills_made, mut evictions, mut recent_hits) = (0, 0, 0, 0);
+        let mut head = order.head(0);
+        // Word `i`, its bucket and the bucket's first slot (a slow word's too: it has a bucket
+        // like any page, and stops the run before anything reads it).
+        let mut ahead_word = if i < len { word(i) } else { 0 };
+        let mut ahead_bucket = index.bucket(ahead_word >> 1, asid.0);
+        let mut ahead_first = index.head(ahead_bucket);
+        while i < len {
+            let (w, b, first) = (ahead_word, ahead_bucket, ahead_first);
+            if i + 1 < len {
+                ahead_word = word(i + 1);
+            }
+            ahead_bucket = index.bucket(ahead_word >> 1, asid.0);
+            ahead_first = index.head(ahead_bucket);
+            if w == SLOW_WORD {
+                break;
+            }
+            let vpn = w >> 1;
+            if let Some(slot) = index.find(first, vpn, asid.0, slots) {
+                data_refs += w & 1;
+                recent_hits += order.move_to_head_held(&mut head, slot) as u64;
+                i += 1;
+                continue;
+            }
+            let Some(pte) = (if fills { walk(vpn) } else { None }) else { break };
+            data_refs += w & 1;
+            let slot = order.before(head);
+            let data = TlbData { pfn: pte.pfn.0, shift, valid: 0 };
+            evictions += fa_lru_refill(index, slots, size_count, present, slot, b, asid.0, vpn, data) as u64;
+            head = slot;
+            fills_made += 1;
+            // The fill changed the chains of `b` and of the victim's bucket.
+            ahead_first = index.head(ahead_bucket);
+            i += 1;
+        }
+        order.set_head(0, head);
+        misses.fills += fills_made;
+        misses.evictions += evictions;
+        misses.recent_hits += recent_hits;
+        *n += (i - start) as u64;
+        *n_data += data_refs;
         i
     }
 
@@ -1456,6 +1506,38 @@ fn record_filter_uses(deferred: &mut Deferred, f: &Filter, run: &mut FilterRun, 
     *used = [0; 2];
 }
 
+/// The fill of [`Tlb::fa_lru_run`]: `slot` (the tail) gets the base-page entry of `vpn` of
+/// `asid`, whose bucket in `index` is `b`, in place of what it held (taken out of the index).
+/// Returns whether that was an entry (else the slot was empty, now counted). The caller moves
+/// the slot to the head.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn fa_lru_refill(
+    index: &mut Index,
+    slots: &mut [Slot],
+    size_count: &mut [u32; 64],
+    present: &mut u64,
+    slot: u32,
+    b: usize,
+    asid: u32,
+    vpn: u64,
+    data: TlbData,
+) -> bool {
+    let s = slot as usize;
+    let old = &slots[s];
+    let evicted = old.key != INVALID;
+    if evicted {
+        debug_assert_ne!(old.asid, GLOBAL, "fa_lru_lookup holds only without global entries");
+        index.remove(old.key, old.asid, slot);
+    } else {
+        size_count[0] += 1;
+        *present |= 1;
+    }
+    index.insert_in(b, slot);
+    slots[s] = Slot { key: vpn, asid, data };
+    evicted
+}
+
 /// Per-set circular doubly linked lists of slots (head: most recent; tail, the head's `prev`:
 /// next victim), as one array of `[prev, next]` links and one of heads. Every way of a set is
 /// always on its list, so no link is ever missing: moving the tail to the head (every fill of a
@@ -1484,7 +1566,7 @@ impl Order {
 
     #[inline(always)]
     fn tail(&self, set: u32) -> u32 {
-        self.links[self.heads[set as usize] as usize][0]
+        self.before(self.heads[set as usize])
     }
 
     /// [`Order::move_to_head`] of the tail of `set`'s list: the head moves one back.
@@ -1513,7 +1595,17 @@ impl Order {
     /// [`Order::move_to_head`], telling whether `slot` was the head or next to it.
     #[inline(always)]
     fn move_to_head_recent(&mut self, set: u32, slot: u32) -> bool {
-        let h = self.heads[set as usize];
+        let mut head = self.heads[set as usize];
+        let recent = self.move_to_head_held(&mut head, slot);
+        self.heads[set as usize] = head;
+        recent
+    }
+
+    /// [`Order::move_to_head_recent`] of the set whose head is `head`, held by the caller
+    /// (written back with [`Order::set_head`]).
+    #[inline(always)]
+    fn move_to_head_held(&mut self, head: &mut u32, slot: u32) -> bool {
+        let h = *head;
         if h == slot {
             return true;
         }
@@ -1521,8 +1613,24 @@ impl Order {
         if t != slot {
             self.relink(slot, t, h);
         }
-        self.heads[set as usize] = slot;
+        *head = slot;
         second == slot
+    }
+
+    #[inline(always)]
+    fn head(&self, set: u32) -> u32 {
+        self.heads[set as usize]
+    }
+
+    #[inline(always)]
+    fn set_head(&mut self, set: u32, head: u32) {
+        self.heads[set as usize] = head;
+    }
+
+    /// The tail of the list whose head is `head`.
+    #[inline(always)]
+    fn before(&self, head: u32) -> u32 {
+        self.links[head as usize][0]
     }
 
     fn move_to_tail(&mut self, set: u32, slot: u32) {
@@ -1623,7 +1731,13 @@ impl Index {
     /// The slot of (`key`, `asid`) among `slots`.
     #[inline(always)]
     fn get(&self, key: u64, asid: u32, slots: &[Slot]) -> Option<u32> {
-        let mut s = self.head(self.bucket(key, asid));
+        self.find(self.head(self.bucket(key, asid)), key, asid, slots)
+    }
+
+    /// [`Index::get`] given the first slot of the key's bucket ([`Index::head`]).
+    #[inline(always)]
+    fn find(&self, first: u32, key: u64, asid: u32, slots: &[Slot]) -> Option<u32> {
+        let mut s = first;
         while s != NIL {
             let e = &slots[s as usize];
             if e.key == key && e.asid == asid {
@@ -1637,7 +1751,12 @@ impl Index {
     /// Enters `slot`, which holds (`key`, `asid`) and is not in the index.
     #[inline(always)]
     fn insert(&mut self, key: u64, asid: u32, slot: u32) {
-        let b = self.bucket(key, asid);
+        self.insert_in(self.bucket(key, asid), slot);
+    }
+
+    /// [`Index::insert`] given the key's bucket `b` ([`Index::bucket`]).
+    #[inline(always)]
+    fn insert_in(&mut self, b: usize, slot: u32) {
         self.set_link(slot, [self.head(b), b as u32]);
         self.set_head(b, slot);
     }
