@@ -1660,6 +1660,8 @@ impl Order {
 struct Index {
     /// `heads.len() - 1`.
     mask: usize,
+    /// `64 - log2(heads.len())`: a bucket is the top bits of the key's hash.
+    shift: u32,
     /// First slot of each bucket's chain (NIL: empty).
     heads: Box<[u32]>,
     /// `next.len() - 1`.
@@ -1675,16 +1677,22 @@ impl Index {
         let n = (entries as usize).next_power_of_two();
         Index {
             mask: buckets - 1,
+            shift: 64 - buckets.trailing_zeros(),
             heads: vec![NIL; buckets].into_boxed_slice(),
             next_mask: n - 1,
             next: vec![[NIL, 0]; n].into_boxed_slice(),
         }
     }
 
+    /// The bucket of (`key`, `asid`): the top bits of a multiplicative (Fibonacci) hash, which
+    /// spread consecutive pages (most of a program's) over distinct buckets. The 107
+    /// consecutive pages of the benchmark's synthetic trace share none of the 256 buckets of a
+    /// 64-entry TLB this way, where bits 32 and up of the same product put 19 of them in
+    /// buckets already taken (docs/performance.md).
     #[inline(always)]
     fn bucket(&self, key: u64, asid: u32) -> usize {
         let h = (key ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & self.mask
+        (h >> self.shift) as usize & self.mask
     }
 
     /// The chain head of bucket `b` (from [`Index::bucket`]).
