@@ -559,33 +559,33 @@ impl Tlb {
         misses: &mut FaLruMisses,
     ) -> usize {
         debug_assert!(self.fa_lru_lookup());
+        let io = RunIo { word, len, n, n_data, walk, misses };
         if FILTER {
-            self.fa_lru_run_filtered(asid, word, i, len, n, n_data, walk, misses)
+            self.fa_lru_run_filtered(asid, i, io)
         } else {
-            self.fa_lru_run_ahead(asid, word, i, len, n, n_data, walk, misses)
+            self.fa_lru_run_ahead(asid, i, io)
         }
+    }
+
+    /// Whether a fill of [`Tlb::fa_lru_run`] keeps the TLB as `fa_lru_lookup` needs it (a
+    /// base-page entry of a process's own ASID, in a TLB without block entries), and the shift
+    /// of its entries.
+    #[inline(always)]
+    fn fa_lru_fill_terms(&self, asid: Asid) -> (bool, u8) {
+        (self.blocks == 0 && asid.0 != GLOBAL, self.base.shift() as u8)
     }
 
     /// [`Tlb::fa_lru_run`] with the filter held in registers: its hits take a loop of their
     /// own, and the moves to the head are recorded and applied in order before a fill and at
     /// the end ([`Deferred`]).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn fa_lru_run_filtered(
-        &mut self,
-        asid: Asid,
-        word: &impl Fn(usize) -> u64,
-        mut i: usize,
-        len: usize,
-        n: &mut u64,
-        n_data: &mut u64,
-        walk: &mut impl FnMut(u64) -> Option<Pte>,
-        misses: &mut FaLruMisses,
-    ) -> usize {
-        // A fill here keeps the TLB as `fa_lru_lookup` needs it: a base-page entry of a
-        // process's own ASID, in a TLB without block entries.
-        let fills = self.blocks == 0 && asid.0 != GLOBAL;
-        let shift = self.base.shift() as u8;
+    fn fa_lru_run_filtered<W, F>(&mut self, asid: Asid, mut i: usize, io: RunIo<'_, W, F>) -> usize
+    where
+        W: Fn(usize) -> u64,
+        F: FnMut(u64) -> Option<Pte>,
+    {
+        let RunIo { word, len, n, n_data, walk, misses } = io;
+        let (fills, shift) = self.fa_lru_fill_terms(asid);
         let mut run = self.filter_run(asid);
         let Tlb { index, order, slots, filter: f, size_count, present, deferred, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
@@ -717,20 +717,13 @@ impl Tlb {
     /// restarts the next lookup at the slot's key, not at the word. The list's head is held
     /// in a register.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn fa_lru_run_ahead(
-        &mut self,
-        asid: Asid,
-        word: &impl Fn(usize) -> u64,
-        mut i: usize,
-        len: usize,
-        n: &mut u64,
-        n_data: &mut u64,
-        walk: &mut impl FnMut(u64) -> Option<Pte>,
-        misses: &mut FaLruMisses,
-    ) -> usize {
-        let fills = self.blocks == 0 && asid.0 != GLOBAL;
-        let shift = self.base.shift() as u8;
+    fn fa_lru_run_ahead<W, F>(&mut self, asid: Asid, mut i: usize, io: RunIo<'_, W, F>) -> usize
+    where
+        W: Fn(usize) -> u64,
+        F: FnMut(u64) -> Option<Pte>,
+    {
+        let RunIo { word, len, n, n_data, walk, misses } = io;
+        let (fills, shift) = self.fa_lru_fill_terms(asid);
         self.commit_fa_lru();
         self.filter.clear();
         let Tlb { index, order, slots, size_count, present, .. } = self;
@@ -1504,6 +1497,16 @@ fn record_filter_uses(deferred: &mut Deferred, f: &Filter, run: &mut FilterRun, 
         }
     }
     *used = [0; 2];
+}
+
+/// What a run of [`Tlb::fa_lru_run`] reads and counts (its arguments of those names).
+struct RunIo<'a, W, F> {
+    word: &'a W,
+    len: usize,
+    n: &'a mut u64,
+    n_data: &'a mut u64,
+    walk: &'a mut F,
+    misses: &'a mut FaLruMisses,
 }
 
 /// The fill of [`Tlb::fa_lru_run`]: `slot` (the tail) gets the base-page entry of `vpn` of
