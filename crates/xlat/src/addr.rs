@@ -105,6 +105,20 @@ impl Vpn {
     }
 }
 
+/// A multiplicative (Fibonacci) hash of `key`, to be used by its top bits (`>> (64 - bits)`),
+/// which spread consecutive keys (a program's consecutive pages) over distinct places.
+#[inline(always)]
+pub(crate) fn fib_hash(key: u64) -> u64 {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// [`fib_hash`] of page `vpn` of address space `asid` (the ASID above any page's bits that
+/// matter to a table of up to 2^40 places).
+#[inline(always)]
+pub(crate) fn page_hash(vpn: u64, asid: u32) -> u64 {
+    fib_hash(vpn ^ ((asid as u64) << 40))
+}
+
 impl Pfn {
     /// First address of this frame.
     #[inline(always)]

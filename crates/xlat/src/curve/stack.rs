@@ -59,7 +59,7 @@ impl KeyMap {
     /// The place where the search for `key` starts.
     #[inline(always)]
     fn home(&self, key: u64) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        (crate::addr::fib_hash(key) >> self.shift) as usize
     }
 
     /// The place of `key`, or of the free entry where it would go.
@@ -305,8 +305,8 @@ impl FaStack {
     /// A reference below the list: the map, the tree and the list. Compiled twice, with and
     /// without the `popcnt` instruction, which x86-64 processors have had since about 2008 but
     /// the baseline target does not assume: a distance's population count of one word then
-    /// costs one instruction instead of a dozen (a fifth of this function's time on the
-    /// benchmark's synthetic trace, docs/performance.md).
+    /// costs one instruction instead of a dozen (the curve on the benchmark's synthetic trace
+    /// 4 % faster, docs/curve.md).
     #[inline(never)]
     fn access_slow(&mut self, key: u64) {
         #[cfg(target_arch = "x86_64")]

@@ -293,7 +293,7 @@ impl Ptlb {
 
     fn index(&self, pair: u64, role: u32) -> usize {
         // Fibonacci hashing: the product's top bits depend on every bit of the key.
-        let h = (pair.rotate_left(16) ^ role as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = crate::addr::fib_hash(pair.rotate_left(16) ^ role as u64);
         if self.bits == 0 {
             0
         } else {

@@ -83,8 +83,7 @@ const NO_MEMO: WalkMemo = WalkMemo {
 
 #[inline(always)]
 fn memo_slot(asid: Asid, vpn: Vpn) -> usize {
-    let h = (vpn.0 ^ ((asid.0 as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 55) as usize & (MEMO_ENTRIES - 1)
+    (crate::addr::page_hash(vpn.0, asid.0) >> 55) as usize & (MEMO_ENTRIES - 1)
 }
 
 /// How a walk accounts the entries it reads.

@@ -642,7 +642,8 @@ impl Tlb {
             }
             // No filter hit: the loop above stopped at it.
             let vpn = w >> 1;
-            if let Some(slot) = index.get(vpn, asid.0, slots) {
+            let b = index.bucket(vpn, asid.0);
+            if let Some(slot) = index.find(index.head(b), vpn, asid.0, slots) {
                 data_refs += w & 1;
                 // `lookup_fa_lru`'s move and filter entry (in the filter and in the run): the
                 // entry used last (hit since, or else as before) stays, and the other one leaves
@@ -671,7 +672,7 @@ impl Tlb {
             deferred.apply(order);
             let slot = order.tail(0);
             let data = TlbData { pfn: pte.pfn.0, shift, valid: 0 };
-            if fa_lru_refill(index, slots, size_count, present, slot, index.bucket(vpn, asid.0), asid.0, vpn, data) {
+            if fa_lru_refill(index, slots, size_count, present, slot, b, asid.0, vpn, data) {
                 misses.evictions += 1;
                 for k in 0..2 {
                     if f.slot[k] == slot {
@@ -1694,8 +1695,7 @@ impl Index {
     /// buckets already taken (docs/performance.md).
     #[inline(always)]
     fn bucket(&self, key: u64, asid: u32) -> usize {
-        let h = (key ^ ((asid as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> self.shift) as usize & self.mask
+        (crate::addr::page_hash(key, asid) >> self.shift) as usize & self.mask
     }
 
     /// The chain head of bucket `b` (from [`Index::bucket`]).
