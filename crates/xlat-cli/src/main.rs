@@ -556,6 +556,7 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
             trace::open::Compression::Gzip => ".gz",
             trace::open::Compression::Zstd => ".zst",
             trace::open::Compression::Xz => ".xz",
+            trace::open::Compression::Lz4 => ".lz4",
         };
         let out = xlat::output::Output::start(&a.output, suffix);
         // Long conversions (compressing to xz takes minutes) show that they are moving.

@@ -13,7 +13,7 @@ use xlat::tracer::{self, Backend, ChannelReader, ProgramOutput, TraceOutcome, Tr
 
 #[derive(Args)]
 pub struct TraceArgs {
-    /// Output trace (`.xtr`, zstd-compressed; `.xtr.gz`/`.xtr.xz` for other compression).
+    /// Output trace (`.xtr`, zstd-compressed; `.xtr.gz`/`.xtr.xz`/`.xtr.lz4` for other compression).
     /// Default: the program's name with `.xtr`.
     #[arg(long, short = 'o', value_name = "OUT.xtr")]
     output: Option<String>,

@@ -9,6 +9,7 @@ use std::path::Path;
 const GZIP: &[u8] = &[0x1f, 0x8b];
 const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 const XZ: &[u8] = &[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00];
+const LZ4: &[u8] = &[0x04, 0x22, 0x4d, 0x18];
 
 fn read(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -103,6 +104,8 @@ fn output_compression_and_format_follow_the_name() {
         ("o.xtr.gz", GZIP),
         ("o.xtr.zst", ZSTD),
         ("o.xtr.xz", XZ),
+        ("o.xtr.lz4", LZ4),
+        ("o.lackey.lz4", LZ4),
     ];
     for (name, magic) in cases {
         let out = d.join(name);

@@ -131,6 +131,11 @@ fn fuzz(target: &str, inputs: &[Vec<u8>], check: impl Fn(&[u8]) -> bool + std::p
 fn compress(data: &[u8], how: &str) -> Vec<u8> {
     match how {
         "zst" => zstd::encode_all(data, 3).unwrap(),
+        "lz4" => {
+            let mut w = xlat::trace::lz4::FrameWriter::new(Vec::new());
+            w.write_all(data).unwrap();
+            w.finish().unwrap()
+        }
         "gz" => {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
             e.write_all(data).unwrap();
@@ -250,7 +255,7 @@ fn trace_readers_and_the_engine_never_panic() {
         }
     };
     fuzz("lackey", &[lackey.clone(), compress(&lackey, "gz")], with(Format::Lackey));
-    fuzz("xtr", &[xtr.clone(), compress(&xtr, "zst")], with(Format::Xtr));
+    fuzz("xtr", &[xtr.clone(), compress(&xtr, "zst"), compress(&xtr, "lz4")], with(Format::Xtr));
     fuzz("champsim", &[champsim.clone(), compress(&champsim, "zst")], with(Format::Champsim));
     fuzz("detect", &[lackey, xtr, champsim], |m| match read_all(m, None) {
         Some(recs) => {

@@ -77,7 +77,7 @@ fn compression_by_magic_for_every_format() {
         } else {
             recs.clone()
         };
-        for comp in ["", ".gz", ".zst", ".xz"] {
+        for comp in ["", ".gz", ".zst", ".xz", ".lz4"] {
             let p = dir.path().join(format!("t.{ext}{comp}"));
             write_path(&p, None, &want);
             let bytes = std::fs::read(&p).unwrap();
@@ -85,6 +85,7 @@ fn compression_by_magic_for_every_format() {
                 (Format::Xtr, "") | (_, ".zst") => Compression::Zstd,
                 (_, ".gz") => Compression::Gzip,
                 (_, ".xz") => Compression::Xz,
+                (_, ".lz4") => Compression::Lz4,
                 _ => Compression::None,
             };
             assert_eq!(Compression::detect(&bytes), expect, "{p:?}");

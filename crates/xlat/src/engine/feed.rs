@@ -247,7 +247,8 @@ fn read_next(
 /// Batches the channel from a reader thread holds (at least 4 bundles) when the simulation may
 /// take on its spare work. The simulation helps whenever it finds no batch ready, so the
 /// channel must hold more than the reader makes while it decompresses a frame itself (a frame
-/// of [`FRAME_BYTES`](crate::trace::frames::FRAME_BYTES) takes 0.5 to 1 ms): with 16, a
+/// of 1 MiB, as xlat wrote them when this was measured, took 0.5 to 1 ms; 16 was no better
+/// with frames of 256 KiB): with 16, a
 /// simulation that is the slower thread (the synthetic benchmark trace) ran dry then and took
 /// on the next frame, and its run took 133 ms against 117 ms with 32 (medians of 9); 64 was no
 /// better on either benchmark trace.

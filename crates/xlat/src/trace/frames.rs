@@ -1,4 +1,4 @@
-//! zstd input made of small frames, decompressed by whichever thread is free.
+//! zstd or LZ4 input made of small frames, decompressed by whichever thread is free.
 //!
 //! xlat writes zstd as independent frames of at most [`FRAME_BYTES`] of content, each declaring
 //! its content size ([`FrameWriter`]; docs/trace-format.md). Reading such a stream, the thread
@@ -9,16 +9,25 @@
 //! frame without a content size or larger than [`MAX_CONTENT`] (another tool's, or an older
 //! xlat's single frame), and everything after it, is decompressed in order by the reader as one
 //! stream, as before. Memory stays bounded: at most [`AHEAD`] frames wait decompressed.
+//!
+//! LZ4 input ([`super::lz4`]) is read the same way: frames with a content size and independent
+//! blocks are taken alone (and checked against the XXH3-64 that xlat writes after each), and from
+//! the first other frame on the stream is decompressed in order.
 
 use std::collections::VecDeque;
 use std::io::{self, Cursor, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// Content bytes per frame that [`FrameWriter`] writes: half a millisecond to a millisecond of
-/// decompression, and small enough that several fit in memory at once, yet as well compressed
-/// as one frame (the benchmark's real trace at level 3: 4,454,729 bytes in 1 MiB frames
-/// against 4,454,859 in one; 4,506,555 in 256 KiB frames).
-pub const FRAME_BYTES: usize = 1 << 20;
+use super::lz4;
+use super::open::Compression;
+
+/// Content bytes per frame that [`FrameWriter`] writes: about a tenth of a millisecond of
+/// decompression, small enough that the frames ahead and their content stay in the cores'
+/// caches, and about as well compressed as one frame. On the benchmark's real trace (level 3)
+/// 1 MiB frames made 4,600,130 bytes and 256 KiB frames 4,684,799 (1.8 % more), and a run
+/// over the latter took 0.0655 s against 0.0693 s (medians of 16 alternated runs; 128 KiB
+/// frames: 0.0658 s, 4,813,279 bytes), with fewer fresh pages touched for the frames.
+pub const FRAME_BYTES: usize = 1 << 18;
 
 /// Frames whose declared content is larger are read in order with the rest of the stream.
 pub const MAX_CONTENT: u64 = 8 << 20;
@@ -99,12 +108,16 @@ impl<W: Write> Write for FrameWriter<W> {
     }
 }
 
-/// The decompressed stream of zstd input `source`, frame by frame (see the module
-/// documentation), and the spare work of decompressing its next frames.
-pub fn frames(source: Box<dyn Read + Send>) -> (Frames, Arc<dyn SpareWork>) {
+/// The decompressed stream of `codec` ([`Compression::Zstd`] or [`Compression::Lz4`]) input
+/// `source`, frame by frame (see the module documentation), and the spare work of decompressing
+/// its next frames.
+pub fn frames(source: Box<dyn Read + Send>, codec: Compression) -> (Frames, Arc<dyn SpareWork>) {
+    assert!(matches!(codec, Compression::Zstd | Compression::Lz4), "frames of zstd or LZ4");
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
+            codec,
             source: Some(source),
+            back: Vec::new(),
             first: 0,
             offset: 0,
             produced: 0,
@@ -134,8 +147,12 @@ struct Shared {
 }
 
 struct State {
+    /// What compresses the input.
+    codec: Compression,
     /// The compressed input, until its end (or a frame that cannot be taken alone, or an error).
     source: Option<Box<dyn Read + Send>>,
+    /// Bytes read from `source` past a frame and given back, to read before it.
+    back: Vec<u8>,
     /// The number of the frame in `slots[0]` (the reader's next), counting from the first.
     first: u64,
     /// Compressed bytes read from `source`, and the content of the frames taken from it.
@@ -171,17 +188,33 @@ struct Taken {
     produced: u64,
     /// The buffer to decompress it into.
     out: Vec<u8>,
+    /// Its codec and where its blocks start in `bytes` (LZ4), and the XXH3-64 of its content
+    /// if one came with it (LZ4).
+    codec: Compression,
+    blocks: usize,
+    hash: Option<u64>,
 }
 
-/// The error of corrupt or cut compressed input at compressed byte `offset`, with `produced`
+/// A frame found in the input ([`State::take_from`]): its content size, and where its blocks
+/// start and its content's XXH3-64 as [`Taken`] has them.
+struct Found {
+    content: usize,
+    blocks: usize,
+    hash: Option<u64>,
+}
+
+/// The error of corrupt or cut `codec` input at compressed byte `offset`, with `produced`
 /// bytes decompressed before it (as the decompression layers of `open.rs` say it).
-fn corrupt(offset: u64, produced: u64, e: impl std::fmt::Display) -> io::Error {
-    super::open::corrupt(io::ErrorKind::InvalidData, super::open::Compression::Zstd, offset, produced, e)
+fn corrupt(codec: Compression, offset: u64, produced: u64, e: impl std::fmt::Display) -> io::Error {
+    super::open::corrupt(io::ErrorKind::InvalidData, codec, offset, produced, e)
 }
 
-/// Reads `n` more bytes of `src` onto `v`; false if the input ended first.
-fn read_onto(src: &mut dyn Read, v: &mut Vec<u8>, n: usize) -> io::Result<bool> {
-    let got = Read::take(&mut *src, n as u64).read_to_end(v)?;
+/// Reads `n` more bytes onto `v`, those given `back` first, then from `src`; false if the
+/// input ended first.
+fn read_onto(back: &mut Vec<u8>, src: &mut dyn Read, v: &mut Vec<u8>, n: usize) -> io::Result<bool> {
+    let k = n.min(back.len());
+    v.extend(back.drain(..k));
+    let got = k + Read::take(&mut *src, (n - k) as u64).read_to_end(v)?;
     Ok(got == n)
 }
 
@@ -196,7 +229,7 @@ impl State {
         let mut bytes = self.spare[IN].pop().unwrap_or_default();
         bytes.clear();
         match self.take_from(&mut src, &mut bytes) {
-            Ok(Some(content)) => {
+            Ok(Some(Found { content, blocks, hash })) => {
                 let offset = self.offset;
                 self.offset += bytes.len() as u64;
                 let produced = self.produced;
@@ -205,7 +238,7 @@ impl State {
                 let seq = self.first + self.slots.len() as u64;
                 self.slots.push_back(None);
                 let out = self.spare[OUT].pop().unwrap_or_default();
-                Some(Taken { seq, bytes, offset, content, produced, out })
+                Some(Taken { seq, bytes, offset, content, produced, out, codec: self.codec, blocks, hash })
             }
             Ok(None) if bytes.is_empty() => {
                 self.end = Some(End::Eof);
@@ -213,8 +246,12 @@ impl State {
             }
             Ok(None) => {
                 // A frame to read in order, with everything after it.
-                let rest = Cursor::new(bytes).chain(src);
-                let end = match super::open::zstd_layer(rest, self.offset, self.produced) {
+                let rest = Cursor::new(bytes).chain(Cursor::new(std::mem::take(&mut self.back))).chain(src);
+                let layer = match self.codec {
+                    Compression::Lz4 => super::open::lz4_layer(rest, self.offset, self.produced),
+                    _ => super::open::zstd_layer(rest, self.offset, self.produced),
+                };
+                let end = match layer {
                     Ok(d) => End::Rest(d),
                     Err(e) => End::Failed(e),
                 };
@@ -228,14 +265,17 @@ impl State {
         }
     }
 
-    /// Reads the next frame of `src` onto `bytes` (skipping skippable frames): its content size
-    /// if it declares one of at most [`MAX_CONTENT`]; `None` with `bytes` empty at the end of
-    /// the input, or with the bytes read so far if the frame is to be read in order.
-    fn take_from(&mut self, src: &mut dyn Read, bytes: &mut Vec<u8>) -> io::Result<Option<usize>> {
+    /// Reads the next frame of `src` onto `bytes` (skipping skippable frames): what it is if it
+    /// declares a content size of at most [`MAX_CONTENT`] (and, LZ4, has independent blocks);
+    /// `None` with `bytes` empty at the end of the input, or with the bytes read so far if the
+    /// frame is to be read in order.
+    fn take_from(&mut self, src: &mut dyn Read, bytes: &mut Vec<u8>) -> io::Result<Option<Found>> {
         let at = |s: &State, n: usize| s.offset + n as u64;
+        let codec = self.codec;
+        let corrupt = |o, p, e| corrupt(codec, o, p, e);
         loop {
             bytes.clear();
-            if !read_onto(src, bytes, 4)? {
+            if !read_onto(&mut self.back, src, bytes, 4)? {
                 if bytes.is_empty() {
                     return Ok(None);
                 }
@@ -243,7 +283,7 @@ impl State {
             }
             let magic = u32::from_le_bytes(bytes[..4].try_into().unwrap());
             if SKIPPABLE.contains(&magic) {
-                if !read_onto(src, bytes, 4)? {
+                if !read_onto(&mut self.back, src, bytes, 4)? {
                     return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a skippable frame"));
                 }
                 let len = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as u64;
@@ -254,13 +294,15 @@ impl State {
                 self.offset += 8 + len;
                 continue;
             }
-            if magic != ZSTD_MAGIC {
-                // Not a frame: the in-order decoder reports it as zstd does.
-                return Ok(None);
+            match (codec, magic) {
+                (Compression::Zstd, ZSTD_MAGIC) => {}
+                (Compression::Lz4, lz4::MAGIC) => return self.take_lz4(src, bytes),
+                // Not a frame: the in-order decoder reports it as the codec's decoder does.
+                _ => return Ok(None),
             }
             // The frame header (RFC 8878, §3.1.1.1): the descriptor, then the window
             // descriptor unless single-segment, the dictionary ID and the content size.
-            if !read_onto(src, bytes, 1)? {
+            if !read_onto(&mut self.back, src, bytes, 1)? {
                 return Ok(None);
             }
             let fhd = bytes[4];
@@ -272,7 +314,7 @@ impl State {
                 (f, _) => 1 << f,
             };
             let header = (!single) as usize + did + fcs;
-            if fcs == 0 || !read_onto(src, bytes, header)? {
+            if fcs == 0 || !read_onto(&mut self.back, src, bytes, header)? {
                 return Ok(None);
             }
             let mut v = [0u8; 8];
@@ -283,7 +325,7 @@ impl State {
             }
             // The blocks (§3.1.1.2), each with a 3-byte header, then the checksum if any.
             loop {
-                if !read_onto(src, bytes, 3)? {
+                if !read_onto(&mut self.back, src, bytes, 3)? {
                     return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame"));
                 }
                 let h = bytes.len() - 3;
@@ -294,7 +336,7 @@ impl State {
                     1 => 1,
                     _ => return Err(corrupt(at(self, h), self.produced, "reserved block type")),
                 };
-                if !read_onto(src, bytes, payload)? {
+                if !read_onto(&mut self.back, src, bytes, payload)? {
                     return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame"));
                 }
                 // Memory stays bounded by the content, whatever a damaged header says: no frame
@@ -306,17 +348,82 @@ impl State {
                     break;
                 }
             }
-            if fhd & 4 != 0 && !read_onto(src, bytes, 4)? {
+            if fhd & 4 != 0 && !read_onto(&mut self.back, src, bytes, 4)? {
                 return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame's checksum"));
             }
-            return Ok(Some(content as usize));
+            return Ok(Some(Found { content: content as usize, blocks: 0, hash: None }));
         }
+    }
+
+    /// [`State::take_from`] of an LZ4 frame, whose magic number `bytes` holds: its header and
+    /// blocks, and the skippable frame with its XXH3-64 if one follows.
+    fn take_lz4(&mut self, src: &mut dyn Read, bytes: &mut Vec<u8>) -> io::Result<Option<Found>> {
+        let at = |s: &State, n: usize| s.offset + n as u64;
+        let corrupt = |o, p, e| corrupt(Compression::Lz4, o, p, e);
+        // A cut header is an error here: the general decoder would read it as the end.
+        let cut = |s: &State, n| corrupt(at(s, n), s.produced, "cut inside a frame's header");
+        if !read_onto(&mut self.back, src, bytes, 2)? {
+            return Err(cut(self, bytes.len()));
+        }
+        let Some(len) = lz4::header_len(bytes) else { return Ok(None) };
+        if !read_onto(&mut self.back, src, bytes, len - 6)? {
+            return Err(cut(self, bytes.len()));
+        }
+        let Some(h) = lz4::header(bytes).filter(|h| h.content <= MAX_CONTENT) else { return Ok(None) };
+        loop {
+            if !read_onto(&mut self.back, src, bytes, 4)? {
+                return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame"));
+            }
+            let w = bytes.len() - 4;
+            let (size, compressed) = lz4::block(bytes[w..].try_into().unwrap());
+            if size == 0 && compressed {
+                break;
+            }
+            if size > h.block_max {
+                return Err(corrupt(at(self, w), self.produced, "block larger than its frame allows"));
+            }
+            if !read_onto(&mut self.back, src, bytes, size)? {
+                return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a frame"));
+            }
+            // Memory stays bounded by the content, whatever a damaged header says.
+            if bytes.len() as u64 > 2 * h.content + (64 << 10) {
+                return Err(corrupt(at(self, 0), self.produced, "frame much larger than its content"));
+            }
+        }
+        // The XXH3-64 that xlat writes after the frame, kept in `bytes` (it ends the frame's
+        // compressed bytes); anything else is given back.
+        let end = bytes.len();
+        let mut hash = None;
+        if read_onto(&mut self.back, src, bytes, 8)?
+            && u32::from_le_bytes(bytes[end..end + 4].try_into().unwrap()) == lz4::CHECKSUM_MAGIC
+            && u32::from_le_bytes(bytes[end + 4..end + 8].try_into().unwrap()) as usize == lz4::CHECKSUM_LEN
+        {
+            if !read_onto(&mut self.back, src, bytes, lz4::CHECKSUM_LEN)? {
+                return Err(corrupt(at(self, bytes.len()), self.produced, "cut inside a skippable frame"));
+            }
+            hash = lz4::checksum(&bytes[end + 8..]);
+        }
+        if hash.is_none() {
+            let mut rest = bytes.split_off(end);
+            rest.append(&mut self.back);
+            self.back = rest;
+        }
+        Ok(Some(Found { content: h.content as usize, blocks: h.len, hash }))
     }
 }
 
 impl Taken {
     /// Decompresses the frame: its content, or the error that says where it is corrupt.
     fn decompress(mut self) -> (io::Result<Vec<u8>>, Vec<u8>) {
+        if self.codec == Compression::Lz4 {
+            // The buffer keeps its length from one frame to the next (frames are alike): no
+            // zeroing but the first time.
+            self.out.resize(self.content, 0);
+            let r = lz4::decompress(&self.bytes[self.blocks..], &mut self.out, self.hash)
+                .map(|()| self.out)
+                .map_err(|e| corrupt(Compression::Lz4, self.offset, self.produced, e));
+            return (r, self.bytes);
+        }
         self.out.clear();
         self.out.reserve(self.content);
         thread_local! {
@@ -329,12 +436,17 @@ impl Taken {
                 }
                 d.as_mut().expect("made above").decompress_to_buffer(&self.bytes, &mut self.out)
             })
-            .map_err(|e| corrupt(self.offset, self.produced, e))
+            .map_err(|e| corrupt(Compression::Zstd, self.offset, self.produced, e))
             .and_then(|n| {
                 if n == self.content {
                     Ok(self.out)
                 } else {
-                    Err(corrupt(self.offset, self.produced, "content shorter than its frame declares"))
+                    Err(corrupt(
+                        Compression::Zstd,
+                        self.offset,
+                        self.produced,
+                        "content shorter than its frame declares",
+                    ))
                 }
             });
         (r, self.bytes)
@@ -469,7 +581,7 @@ mod tests {
     use super::*;
 
     /// `n` bytes that compress about as a trace does: runs of small steps, now and then a jump.
-    fn content(n: usize, seed: u64) -> Vec<u8> {
+    pub(super) fn content(n: usize, seed: u64) -> Vec<u8> {
         let (mut x, mut v) = (seed | 1, Vec::with_capacity(n));
         while v.len() < n {
             x ^= x << 13;
@@ -505,7 +617,12 @@ mod tests {
     /// Reads `stream` through [`frames`], with `helpers` other threads taking on its spare work
     /// all along.
     fn read(stream: Vec<u8>, helpers: usize) -> io::Result<Vec<u8>> {
-        let (mut r, spare) = frames(Box::new(Cursor::new(stream)));
+        read_as(stream, helpers, Compression::Zstd)
+    }
+
+    /// [`read`] of `codec` frames.
+    fn read_as(stream: Vec<u8>, helpers: usize, codec: Compression) -> io::Result<Vec<u8>> {
+        let (mut r, spare) = frames(Box::new(Cursor::new(stream)), codec);
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..helpers {
@@ -529,7 +646,7 @@ mod tests {
         for n in [0, 1, FRAME_BYTES, 3 * FRAME_BYTES + 12_345] {
             let data = content(n, n as u64 + 1);
             let stream = framed(&data);
-            // Frames of 1 MiB of content (an empty stream is one empty frame), each with its
+            // Frames of `FRAME_BYTES` of content (an empty stream is one empty frame), each with its
             // content size, which any zstd decoder reads as one stream.
             let frames = starts(&stream);
             assert_eq!(frames.len(), n.div_ceil(FRAME_BYTES).max(1), "{n} bytes");
@@ -574,7 +691,7 @@ mod tests {
                 format!("zstd data is truncated or corrupt near compressed byte {} ({} bytes", frames[1], FRAME_BYTES);
             assert!(e.starts_with(&want), "{e}");
         }
-        let (mut r, _) = super::frames(Box::new(Cursor::new(bad)));
+        let (mut r, _) = super::frames(Box::new(Cursor::new(bad)), Compression::Zstd);
         let mut out = vec![0; 2 * FRAME_BYTES];
         r.read_exact(&mut out[..FRAME_BYTES]).unwrap();
         assert!(r.read(&mut out).is_err() && r.read(&mut out).is_err(), "the error stays");
@@ -600,5 +717,145 @@ mod tests {
         let e = read([&stream[..], b"not zstd"].concat(), 0).unwrap_err().to_string();
         let near = e.split("near compressed byte ").nth(1).and_then(|r| r.split(' ').next()?.parse::<usize>().ok());
         assert!(near.is_some_and(|n| (stream.len()..=stream.len() + 8).contains(&n)), "{e}");
+    }
+
+    /// `data` as xlat writes LZ4 ([`lz4::FrameWriter`]), in uneven pieces.
+    fn lz4_framed(data: &[u8]) -> Vec<u8> {
+        let mut w = lz4::FrameWriter::new(Vec::new());
+        for piece in data.chunks(100_003) {
+            w.write_all(piece).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    /// The starts of the LZ4 frames of `stream` (xlat's: one block, then the XXH3-64 frame).
+    fn lz4_starts(stream: &[u8]) -> Vec<usize> {
+        let (mut at, mut v) = (0, Vec::new());
+        while at < stream.len() {
+            v.push(at);
+            assert_eq!(u32::from_le_bytes(stream[at..at + 4].try_into().unwrap()), lz4::MAGIC);
+            at += 15;
+            loop {
+                let (len, compressed) = lz4::block(stream[at..at + 4].try_into().unwrap());
+                at += 4;
+                if len == 0 && compressed {
+                    break;
+                }
+                at += len;
+            }
+            assert_eq!(u32::from_le_bytes(stream[at..at + 4].try_into().unwrap()), lz4::CHECKSUM_MAGIC);
+            at += 8 + lz4::CHECKSUM_LEN;
+        }
+        v
+    }
+
+    /// What the in-order LZ4 decoder ([`lz4::Decoder`]) makes of `stream`.
+    fn lz4_decoded(stream: &[u8]) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        lz4::Decoder::new(stream).read_to_end(&mut out).map(|_| out)
+    }
+
+    #[test]
+    fn lz4_frames_read_back_whoever_decompresses_them_and_any_decoder_reads_them() {
+        let b = lz4::FRAME_BYTES;
+        // Random bytes too, which LZ4 stores uncompressed.
+        let noise: Vec<u8> =
+            (0..b + 5000).map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8).collect();
+        for data in [vec![], content(1, 2), content(b, 3), content(3 * b + 12_345, 4), noise] {
+            let stream = lz4_framed(&data);
+            assert_eq!(lz4_starts(&stream).len(), data.len().div_ceil(b).max(1), "{} bytes", data.len());
+            assert!(lz4_decoded(&stream).unwrap() == data, "{} bytes", data.len());
+            for helpers in [0, 1, 3] {
+                assert!(read_as(stream.clone(), helpers, Compression::Lz4).unwrap() == data, "{} bytes", data.len());
+            }
+        }
+    }
+
+    #[test]
+    fn any_lz4_stream_reads() {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+        let (a, b) = (content(500_000, 5), content(300_000, 6));
+        let encode = |info: FrameInfo, data: &[u8]| {
+            let mut e = FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(data).unwrap();
+            e.finish().unwrap()
+        };
+        // Another encoder's frames: with LZ4's own checksums and no content size (read in order
+        // from there on), and with a content size and independent 64 KiB blocks (taken alone).
+        let checked = encode(FrameInfo::new().content_checksum(true).block_checksums(true), &b);
+        let sized = encode(
+            FrameInfo::new()
+                .content_size(Some(a.len() as u64))
+                .block_size(BlockSize::Max64KB)
+                .block_mode(BlockMode::Independent),
+            &a,
+        );
+        let skippable = [&0x184d_2a53u32.to_le_bytes()[..], &5u32.to_le_bytes(), b"xlat!"].concat();
+        for (stream, want) in [
+            ([sized.clone(), lz4_framed(&b), skippable.clone(), sized.clone()].concat(), [&a[..], &b, &a].concat()),
+            ([lz4_framed(&a), checked, skippable, lz4_framed(&b)].concat(), [&a[..], &b, &b].concat()),
+        ] {
+            assert!(lz4_decoded(&stream).unwrap() == want);
+            for helpers in [0, 2] {
+                assert!(read_as(stream.clone(), helpers, Compression::Lz4).unwrap() == want, "{helpers} helpers");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_or_corrupt_lz4_stream_fails_and_says_where() {
+        let b = lz4::FRAME_BYTES;
+        let data = content(3 * b + 777, 9);
+        let stream = lz4_framed(&data);
+        let frames = lz4_starts(&stream);
+        let read = |s: Vec<u8>, helpers| read_as(s, helpers, Compression::Lz4);
+        let at = |n: usize| format!("lz4 data is truncated or corrupt near compressed byte {n} ({} bytes", b);
+        // A literal byte of the second frame damaged (its block's first sequence starts with
+        // literals): LZ4 decodes it, and its XXH3-64 says it.
+        let mut bad = stream.clone();
+        let mut lit = frames[1] + 20;
+        match bad[lit - 1] >> 4 {
+            0 => panic!("the block starts with literals"),
+            15 => {
+                // The literal count goes on in bytes of 255 and one below.
+                while bad[lit] == 255 {
+                    lit += 1;
+                }
+                lit += 1;
+            }
+            _ => {}
+        }
+        bad[lit] ^= 0x01;
+        assert!(lz4_decoded(&bad).is_ok_and(|out| out != data), "a general decoder misses it");
+        for helpers in [0, 2] {
+            let e = read(bad.clone(), helpers).unwrap_err().to_string();
+            assert!(e.starts_with(&at(frames[1])) && e.contains("XXH3-64"), "{e}");
+        }
+        // Its checksum damaged: the same.
+        let mut bad = stream.clone();
+        bad[frames[2] - 1] ^= 0x80;
+        let e = read(bad, 0).unwrap_err().to_string();
+        assert!(e.starts_with(&at(frames[1])) && e.contains("XXH3-64"), "{e}");
+        // A block that says it is longer than its frame allows.
+        let mut bad = stream.clone();
+        bad[frames[1] + 15..frames[1] + 19].copy_from_slice(&(lz4::BLOCK_MAX as u32 + 1).to_le_bytes());
+        let e = read(bad, 0).unwrap_err().to_string();
+        assert!(e.contains(&format!("near compressed byte {}", frames[1] + 15)) && e.contains("larger than"), "{e}");
+        // Cut anywhere: an error, or (cut between frames) the content of the whole frames.
+        let ends: Vec<usize> = frames[1..].iter().copied().chain([stream.len()]).collect();
+        for cut in
+            (0..stream.len()).step_by(991).chain(frames.iter().flat_map(|&f| [f, f + 1, f + 4, f + 9, f + 15, f + 17]))
+        {
+            match read(stream[..cut].to_vec(), 1) {
+                Ok(out) => {
+                    assert!(ends.contains(&cut) || frames.contains(&cut), "cut at {cut} read whole");
+                    assert!(data.starts_with(&out) && (out.len() % b == 0 || out.len() == data.len()));
+                }
+                Err(e) => assert!(e.to_string().contains("truncated or corrupt"), "cut at {cut}: {e}"),
+            }
+        }
+        // Bytes after the frames that are not a frame.
+        let e = read([&stream[..], b"not lz4"].concat(), 0).unwrap_err().to_string();
+        assert!(e.contains("truncated or corrupt"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ pub mod frames;
 pub mod gen;
 pub mod info;
 pub mod lackey;
+pub mod lz4;
 pub mod open;
 pub mod xtr;
 

@@ -3,11 +3,11 @@
 //! # Compression
 //!
 //! Input compression is recognised from the first bytes of the content, never from the name:
-//! gzip (`1f 8b`), zstd (`28 b5 2f fd`) and xz (`fd 37 7a 58 5a 00`). Concatenated members /
-//! frames / streams are read in sequence, and up to [`MAX_LAYERS`] nested layers are undone
-//! (a gzipped `.xtr`, which is zstd inside, reads fine). Output compression follows the name's
-//! suffix: `.gz`, `.zst` or `.xz`; xtr is zstd-compressed inside unless the name asks for gzip
-//! or xz.
+//! gzip (`1f 8b`), zstd (`28 b5 2f fd`), xz (`fd 37 7a 58 5a 00`) and LZ4 (`04 22 4d 18`).
+//! Concatenated members / frames / streams are read in sequence, and up to [`MAX_LAYERS`] nested
+//! layers are undone (a gzipped `.xtr`, which is zstd inside, reads fine). Output compression
+//! follows the name's suffix: `.gz`, `.zst`, `.xz` or `.lz4`; xtr is zstd-compressed inside
+//! unless the name asks for another.
 //!
 //! # Format detection
 //!
@@ -53,6 +53,8 @@ pub enum Compression {
     Zstd,
     /// xz (LZMA2).
     Xz,
+    /// LZ4 frames.
+    Lz4,
 }
 
 impl Compression {
@@ -64,12 +66,14 @@ impl Compression {
             Compression::Zstd
         } else if prefix.starts_with(&[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) {
             Compression::Xz
+        } else if prefix.starts_with(&super::lz4::MAGIC.to_le_bytes()) {
+            Compression::Lz4
         } else {
             Compression::None
         }
     }
 
-    /// The compression a file name asks for by its suffix (`.gz`, `.zst`, `.xz`).
+    /// The compression a file name asks for by its suffix (`.gz`, `.zst`, `.xz`, `.lz4`).
     pub fn from_name(name: &str) -> Compression {
         let lower = name.to_ascii_lowercase();
         if lower.ends_with(".gz") {
@@ -78,6 +82,8 @@ impl Compression {
             Compression::Zstd
         } else if lower.ends_with(".xz") {
             Compression::Xz
+        } else if lower.ends_with(".lz4") {
+            Compression::Lz4
         } else {
             Compression::None
         }
@@ -90,6 +96,7 @@ impl Compression {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
             Compression::Xz => "xz",
+            Compression::Lz4 => "lz4",
         }
     }
 }
@@ -128,6 +135,7 @@ fn decompress_layers<'a, R: Read + Send + 'a>(
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(counted)?),
             Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
+            Compression::Lz4 => Box::new(super::lz4::Decoder::new(counted)),
             Compression::None => unreachable!(),
         };
         stream = Box::new(Layer { decoder, kind: c, consumed, produced: 0 });
@@ -178,6 +186,17 @@ pub(super) fn zstd_layer<'a, R: Read + Send + 'a>(
     Ok(Box::new(Layer { decoder, kind: Compression::Zstd, consumed: n, produced }))
 }
 
+/// An LZ4 decoding layer over `inner`, as [`zstd_layer`].
+pub(super) fn lz4_layer<'a, R: Read + Send + 'a>(
+    inner: R,
+    consumed: u64,
+    produced: u64,
+) -> io::Result<Box<dyn Read + Send + 'a>> {
+    let n = Arc::new(AtomicU64::new(consumed));
+    let decoder = Box::new(super::lz4::Decoder::new(Counting { inner, n: n.clone() }));
+    Ok(Box::new(Layer { decoder, kind: Compression::Lz4, consumed: n, produced }))
+}
+
 /// A decompression layer whose errors say what happened and where: a cut or damaged compressed
 /// stream reads as "truncated or corrupt", with the compressed and decompressed positions.
 struct Layer<'a> {
@@ -211,18 +230,21 @@ enum Enc<W: Write> {
     Gzip(flate2::write::GzEncoder<W>),
     Zstd(super::frames::FrameWriter<W>),
     Xz(xz2::write::XzEncoder<W>),
+    Lz4(super::lz4::FrameWriter<W>),
 }
 
 impl<W: Write> CompressedWriter<W> {
-    /// Compresses into `inner` with `c` (zstd level 3 in frames of 1 MiB of content, each with
+    /// Compresses into `inner` with `c` (zstd level 3 in frames of 256 KiB of content, each with
     /// its content size and checksum ([`super::frames::FrameWriter`]), gzip level 6, xz preset
-    /// 6; always single-threaded).
+    /// 6, LZ4 frames of 128 KiB each followed by its XXH3-64 ([`super::lz4::FrameWriter`]);
+    /// always single-threaded).
     pub fn new(inner: W, c: Compression) -> io::Result<CompressedWriter<W>> {
         let enc = match c {
             Compression::None => Enc::Plain(inner),
             Compression::Gzip => Enc::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::default())),
             Compression::Zstd => Enc::Zstd(super::frames::FrameWriter::new(inner)?),
             Compression::Xz => Enc::Xz(xz2::write::XzEncoder::new(inner, 6)),
+            Compression::Lz4 => Enc::Lz4(super::lz4::FrameWriter::new(inner)),
         };
         Ok(CompressedWriter { enc })
     }
@@ -234,6 +256,7 @@ impl<W: Write> CompressedWriter<W> {
             Enc::Gzip(e) => e.finish()?,
             Enc::Zstd(e) => e.finish()?,
             Enc::Xz(e) => e.finish()?,
+            Enc::Lz4(e) => e.finish()?,
         };
         w.flush()?;
         Ok(w)
@@ -247,6 +270,7 @@ impl<W: Write> Write for CompressedWriter<W> {
             Enc::Gzip(e) => e.write(buf),
             Enc::Zstd(e) => e.write(buf),
             Enc::Xz(e) => e.write(buf),
+            Enc::Lz4(e) => e.write(buf),
         }
     }
 
@@ -256,6 +280,7 @@ impl<W: Write> Write for CompressedWriter<W> {
             Enc::Gzip(e) => e.write_all(buf),
             Enc::Zstd(e) => e.write_all(buf),
             Enc::Xz(e) => e.write_all(buf),
+            Enc::Lz4(e) => e.write_all(buf),
         }
     }
 
@@ -265,6 +290,7 @@ impl<W: Write> Write for CompressedWriter<W> {
             Enc::Gzip(e) => e.flush(),
             Enc::Zstd(e) => e.flush(),
             Enc::Xz(e) => e.flush(),
+            Enc::Lz4(e) => e.flush(),
         }
     }
 }
@@ -375,9 +401,9 @@ pub fn create_output(path: &str) -> Result<Box<dyn Write + Send>, TraceError> {
     Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
 }
 
-/// Strips one compression suffix (`.gz`, `.zst`, `.zstd`, `.xz`) from a lower-cased name.
+/// Strips one compression suffix (`.gz`, `.zst`, `.zstd`, `.xz`, `.lz4`) from a lower-cased name.
 fn strip_compression(lower: &str) -> &str {
-    for s in [".gz", ".zst", ".zstd", ".xz"] {
+    for s in [".gz", ".zst", ".zstd", ".xz", ".lz4"] {
         if let Some(stem) = lower.strip_suffix(s) {
             return stem;
         }
@@ -467,26 +493,24 @@ pub fn reader_from_stream(
     read_ahead: bool,
 ) -> Result<(Box<dyn TraceReader>, Format), TraceError> {
     let cannot = |e: io::Error| TraceError::at_offset(name, 0, format!("cannot read: {e}"));
-    let (mut stream, layers, spare) = if read_ahead {
-        let (mut stream, layers) = decompress(stream).map_err(cannot)?;
-        if !layers.is_empty() {
-            stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
-        }
-        (stream, layers, None)
+    let mut stream = stream;
+    let prefix = peek_bytes(&mut stream, 4).map_err(cannot)?;
+    let stream: Box<dyn Read + Send> = Box::new(Cursor::new(prefix.clone()).chain(stream));
+    let outer = Compression::detect(&prefix);
+    // Read by a run's reader thread: zstd or LZ4 frames that other threads may decompress. LZ4
+    // is always read frame by frame, so that every reader checks the frames' XXH3-64.
+    let framed = outer == Compression::Lz4 || (outer == Compression::Zstd && !read_ahead);
+    let (mut stream, layers, spare) = if framed {
+        let (frames, spare) = super::frames::frames(stream, outer);
+        let (stream, inner) = decompress_layers(frames, MAX_LAYERS - 1).map_err(cannot)?;
+        (stream, [vec![outer], inner].concat(), (!read_ahead).then_some(spare))
     } else {
-        // Read by a run's reader thread: zstd frames that other threads may decompress.
-        let mut stream = stream;
-        let prefix = peek_bytes(&mut stream, 4).map_err(cannot)?;
-        let stream: Box<dyn Read + Send> = Box::new(Cursor::new(prefix.clone()).chain(stream));
-        if Compression::detect(&prefix) == Compression::Zstd {
-            let (frames, spare) = super::frames::frames(stream);
-            let (stream, inner) = decompress_layers(frames, MAX_LAYERS - 1).map_err(cannot)?;
-            (stream, [vec![Compression::Zstd], inner].concat(), Some(spare))
-        } else {
-            let (stream, layers) = decompress(stream).map_err(cannot)?;
-            (stream, layers, None)
-        }
+        let (stream, layers) = decompress(stream).map_err(cannot)?;
+        (stream, layers, None)
     };
+    if read_ahead && !layers.is_empty() {
+        stream = Box::new(ReadAhead::new(stream).map_err(|e| io_err(name, e))?);
+    }
     let len = if layers.is_empty() { len } else { None };
     let format = match format {
         Some(f) => f,
@@ -556,7 +580,7 @@ pub fn open_reader_inline(path: &str, format: Option<Format>) -> Result<(Box<dyn
     reader_from_stream(stream, path, format, len, false)
 }
 
-/// Opens `path` (`-` for stdin) for reading. Compression (gzip, zstd, xz) is detected from the
+/// Opens `path` (`-` for stdin) for reading. Compression (gzip, zstd, xz, LZ4) is detected from the
 /// content's magic bytes; the format from `format` if given, else from the content, else the name.
 pub fn open_reader(path: &str, format: Option<Format>) -> Result<Box<dyn TraceReader>, TraceError> {
     open_reader_with_format(path, format).map(|(r, _)| r)
@@ -590,7 +614,8 @@ pub fn writer_to_sink(
 }
 
 /// Creates `path` (`-` for stdout) for writing in `format` (default: inferred from the name);
-/// compression follows the name's suffix (`.gz`, `.zst`, `.xz`; `.xtr` is zstd-compressed inside).
+/// compression follows the name's suffix (`.gz`, `.zst`, `.xz`, `.lz4`; `.xtr` is zstd-compressed
+/// inside).
 pub fn create_writer(path: &str, format: Option<Format>) -> Result<Box<dyn TraceWriter>, TraceError> {
     let format = output_format(path, format)?;
     let sink = create_output(path)?;
