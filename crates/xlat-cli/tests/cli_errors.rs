@@ -639,3 +639,33 @@ fn top_level_help_says_what_xlat_is_and_how_to_start() {
     let help = stdout(&ok(run(&["--help"])));
     assert_mentions(&help, &["trace-driven simulator of TLBs", "xlat demo", "xlat run --preset", "xlat trace -o"]);
 }
+
+#[test]
+fn cut_or_corrupt_lz4_xtr_fails_cleanly() {
+    let sc = Scratch::new();
+    let whole = sc.path().join("demo.xtr.lz4");
+    ok(run(&["convert", s(&demo_xtr()), s(&whole)]));
+    ok(run(&["run", "-c", s(&sc.cfg), "-t", s(&whole), "-q"]));
+    let lz = std::fs::read(&whole).unwrap();
+    assert!(lz.starts_with(&[0x04, 0x22, 0x4d, 0x18]), "LZ4 frames");
+    let n = lz.len();
+    for cut in [n / 2, n / 4, n - 1, n - 16, 100, 10, 5, 3] {
+        let name = format!("cut-{cut}.xtr.lz4");
+        let p = sc.file(&name, &lz[..cut]);
+        let err = sc.fails(&p, &[], &name);
+        assert_mentions(&err, &[&name, "offset "]);
+        let err = expect_error(&run(&["info", s(&p)]), "info");
+        assert_mentions(&err, &[&name]);
+    }
+    // Bytes damaged in the middle: LZ4 may decode them, the frame's XXH3-64 does not match.
+    let mut bad = lz.clone();
+    let mid = n / 2;
+    for b in &mut bad[mid..mid + 8] {
+        *b ^= 0x21;
+    }
+    let p = sc.file("corrupt.xtr.lz4", &bad);
+    let err = sc.fails(&p, &[], "corrupt lz4 xtr");
+    assert_mentions(&err, &["corrupt.xtr.lz4", "lz4 data is truncated or corrupt"]);
+    let err = expect_error(&run(&["info", s(&p)]), "info");
+    assert_mentions(&err, &["corrupt.xtr.lz4", "lz4 data"]);
+}

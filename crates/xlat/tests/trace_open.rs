@@ -91,6 +91,10 @@ fn compression_by_magic_for_every_format() {
             assert_eq!(Compression::detect(&bytes), expect, "{p:?}");
             assert_eq!(read_path(&p, None).unwrap(), want, "{p:?}");
             assert_eq!(read_path(&p, Some(fmt)).unwrap(), want, "{p:?}");
+            // As a run's reader thread reads it (zstd and LZ4 frame by frame, offering their
+            // decompression to other threads).
+            let (mut r, _) = open_reader_inline(p.to_str().unwrap(), None).unwrap();
+            assert_eq!(read_all(&mut *r).unwrap(), want, "{p:?} inline");
             // Content, not the name, decides the compression and the format (for xtr and
             // lackey; ChampSim without a name hint is recognised by plausibility).
             let q = dir.path().join(format!("renamed{comp}.bin"));
