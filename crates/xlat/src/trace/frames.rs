@@ -49,31 +49,61 @@ pub trait SpareWork: Send + Sync {
     fn help(&self) -> bool;
 }
 
-/// Writes what it is given as zstd frames of [`FRAME_BYTES`] of content (the last one
-/// shorter), each with its content size and a checksum, at compression level 3.
-pub struct FrameWriter<W: Write> {
+/// What makes a frame of content: zstd's ([`Zstd`]) or LZ4's ([`super::lz4::Lz4`]).
+pub trait Framer {
+    /// Content bytes per frame.
+    const FRAME_BYTES: usize;
+    /// Puts the frame of `content` in `out` (empty on entry).
+    fn frame(&mut self, content: &[u8], out: &mut Vec<u8>) -> io::Result<()>;
+}
+
+/// Writes what it is given as frames of `F::FRAME_BYTES` of content (the last one shorter):
+/// [`FrameWriter`] for zstd, [`super::lz4::FrameWriter`] for LZ4.
+pub struct Framed<W: Write, F: Framer> {
     inner: W,
     buf: Vec<u8>,
     out: Vec<u8>,
-    compressor: zstd::bulk::Compressor<'static>,
+    framer: F,
     /// Whether a frame was written (an empty stream is still one, empty, frame).
     wrote: bool,
 }
 
+/// Writes what it is given as zstd frames of [`FRAME_BYTES`] of content (the last one
+/// shorter), each with its content size and a checksum, at compression level 3.
+pub type FrameWriter<W> = Framed<W, Zstd>;
+
+/// zstd frames at level 3, each with its content size and a checksum.
+pub struct Zstd(zstd::bulk::Compressor<'static>);
+
+impl Framer for Zstd {
+    const FRAME_BYTES: usize = FRAME_BYTES;
+
+    fn frame(&mut self, content: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        out.reserve(zstd::zstd_safe::compress_bound(content.len()));
+        self.0.compress_to_buffer(content, out).map(|_| ())
+    }
+}
+
 impl<W: Write> FrameWriter<W> {
-    /// A writer of frames into `inner`.
+    /// A writer of zstd frames into `inner`.
     pub fn new(inner: W) -> io::Result<FrameWriter<W>> {
         let mut compressor = zstd::bulk::Compressor::new(3)?;
         compressor.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
         compressor.set_parameter(zstd::stream::raw::CParameter::ContentSizeFlag(true))?;
-        Ok(FrameWriter { inner, buf: Vec::with_capacity(FRAME_BYTES), out: Vec::new(), compressor, wrote: false })
+        Ok(Framed::with(inner, Zstd(compressor)))
+    }
+}
+
+impl<W: Write, F: Framer> Framed<W, F> {
+    /// A writer of `framer`'s frames into `inner`.
+    pub(super) fn with(inner: W, framer: F) -> Framed<W, F> {
+        Framed { inner, buf: Vec::with_capacity(F::FRAME_BYTES), out: Vec::new(), framer, wrote: false }
     }
 
     /// Writes the content held so far as one frame.
     fn frame(&mut self) -> io::Result<()> {
         self.out.clear();
-        self.out.reserve(zstd::zstd_safe::compress_bound(self.buf.len()));
-        self.compressor.compress_to_buffer(&self.buf, &mut self.out)?;
+        self.framer.frame(&self.buf, &mut self.out)?;
         self.inner.write_all(&self.out)?;
         self.buf.clear();
         self.wrote = true;
@@ -89,11 +119,11 @@ impl<W: Write> FrameWriter<W> {
     }
 }
 
-impl<W: Write> Write for FrameWriter<W> {
+impl<W: Write, F: Framer> Write for Framed<W, F> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = data.len().min(FRAME_BYTES - self.buf.len());
+        let n = data.len().min(F::FRAME_BYTES - self.buf.len());
         self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == FRAME_BYTES {
+        if self.buf.len() == F::FRAME_BYTES {
             self.frame()?;
         }
         Ok(n)

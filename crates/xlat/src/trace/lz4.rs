@@ -16,6 +16,8 @@
 
 use std::io::{self, Cursor, Read, Write};
 
+use super::frames::{Framed, Framer};
+
 /// Content bytes per frame that [`FrameWriter`] writes (see [`super::frames::FRAME_BYTES`] for
 /// zstd's). LZ4 matches reach 64 KiB back, so larger frames compress hardly better: on the
 /// benchmark's real trace, frames of 1 MiB, 256, 128 and 64 KiB made 8,857,896, 8,938,496,
@@ -124,25 +126,22 @@ pub(super) fn decompress(blocks: &[u8], out: &mut [u8], hash: Option<u64>) -> Re
 
 /// Writes what it is given as LZ4 frames of [`FRAME_BYTES`] of content (the last one
 /// shorter), each followed by its content's XXH3-64 (see the module documentation).
-pub struct FrameWriter<W: Write> {
-    inner: W,
-    buf: Vec<u8>,
-    out: Vec<u8>,
-    /// Whether a frame was written (an empty stream is still one, empty, frame).
-    wrote: bool,
-}
+pub type FrameWriter<W> = Framed<W, Lz4>;
 
 impl<W: Write> FrameWriter<W> {
-    /// A writer of frames into `inner`.
+    /// A writer of LZ4 frames into `inner`.
     pub fn new(inner: W) -> FrameWriter<W> {
-        FrameWriter { inner, buf: Vec::with_capacity(FRAME_BYTES), out: Vec::new(), wrote: false }
+        Framed::with(inner, Lz4)
     }
+}
 
-    /// Writes the content held so far as one frame.
-    fn frame(&mut self) -> io::Result<()> {
-        let content = &self.buf;
-        let out = &mut self.out;
-        out.clear();
+/// LZ4 frames as [`FrameWriter`] writes them.
+pub struct Lz4;
+
+impl Framer for Lz4 {
+    const FRAME_BYTES: usize = FRAME_BYTES;
+
+    fn frame(&mut self, content: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
         out.extend_from_slice(&MAGIC.to_le_bytes());
         out.extend_from_slice(&[FLG, BD]);
         out.extend_from_slice(&(content.len() as u64).to_le_bytes());
@@ -165,37 +164,7 @@ impl<W: Write> FrameWriter<W> {
         out.extend_from_slice(&(CHECKSUM_LEN as u32).to_le_bytes());
         out.extend_from_slice(CHECKSUM_TAG);
         out.extend_from_slice(&twox_hash::XxHash3_64::oneshot(content).to_le_bytes());
-        self.inner.write_all(out)?;
-        self.buf.clear();
-        self.wrote = true;
         Ok(())
-    }
-
-    /// Writes the last frame and returns the inner writer (not flushed).
-    pub fn finish(mut self) -> io::Result<W> {
-        if !self.buf.is_empty() || !self.wrote {
-            self.frame()?;
-        }
-        Ok(self.inner)
-    }
-}
-
-impl<W: Write> Write for FrameWriter<W> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = data.len().min(FRAME_BYTES - self.buf.len());
-        self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == FRAME_BYTES {
-            self.frame()?;
-        }
-        Ok(n)
-    }
-
-    /// Ends the frame in progress (everything written so far can then be read) and flushes.
-    fn flush(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
-            self.frame()?;
-        }
-        self.inner.flush()
     }
 }
 
