@@ -277,11 +277,7 @@ impl State {
             Ok(None) => {
                 // A frame to read in order, with everything after it.
                 let rest = Cursor::new(bytes).chain(Cursor::new(std::mem::take(&mut self.back))).chain(src);
-                let layer = match self.codec {
-                    Compression::Lz4 => super::open::lz4_layer(rest, self.offset, self.produced),
-                    _ => super::open::zstd_layer(rest, self.offset, self.produced),
-                };
-                let end = match layer {
+                let end = match super::open::framed_layer(self.codec, rest, self.offset, self.produced) {
                     Ok(d) => End::Rest(d),
                     Err(e) => End::Failed(e),
                 };

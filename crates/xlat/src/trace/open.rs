@@ -174,27 +174,21 @@ pub(super) fn corrupt(
     )
 }
 
-/// A zstd decoding layer over `inner` whose errors say where ([`Layer`]), counting from
-/// `consumed` compressed and `produced` decompressed bytes before it.
-pub(super) fn zstd_layer<'a, R: Read + Send + 'a>(
+/// A `kind` (zstd or LZ4) decoding layer over `inner` whose errors say where ([`Layer`]),
+/// counting from `consumed` compressed and `produced` decompressed bytes before it.
+pub(super) fn framed_layer<'a, R: Read + Send + 'a>(
+    kind: Compression,
     inner: R,
     consumed: u64,
     produced: u64,
 ) -> io::Result<Box<dyn Read + Send + 'a>> {
     let n = Arc::new(AtomicU64::new(consumed));
-    let decoder = Box::new(zstd::stream::read::Decoder::new(Counting { inner, n: n.clone() })?);
-    Ok(Box::new(Layer { decoder, kind: Compression::Zstd, consumed: n, produced }))
-}
-
-/// An LZ4 decoding layer over `inner`, as [`zstd_layer`].
-pub(super) fn lz4_layer<'a, R: Read + Send + 'a>(
-    inner: R,
-    consumed: u64,
-    produced: u64,
-) -> io::Result<Box<dyn Read + Send + 'a>> {
-    let n = Arc::new(AtomicU64::new(consumed));
-    let decoder = Box::new(super::lz4::Decoder::new(Counting { inner, n: n.clone() }));
-    Ok(Box::new(Layer { decoder, kind: Compression::Lz4, consumed: n, produced }))
+    let counted = Counting { inner, n: n.clone() };
+    let decoder: Box<dyn Read + Send + 'a> = match kind {
+        Compression::Lz4 => Box::new(super::lz4::Decoder::new(counted)),
+        _ => Box::new(zstd::stream::read::Decoder::new(counted)?),
+    };
+    Ok(Box::new(Layer { decoder, kind, consumed: n, produced }))
 }
 
 /// A decompression layer whose errors say what happened and where: a cut or damaged compressed
