@@ -39,9 +39,10 @@ const AHEAD: usize = 4;
 const IN: usize = 0;
 const OUT: usize = 1;
 
-/// zstd's frame magic number, and the range of its skippable frames' (RFC 8878, §3.1).
+/// zstd's frame magic number, and the range of its skippable frames' (RFC 8878, §3.1; LZ4's
+/// frame format has the same range).
 const ZSTD_MAGIC: u32 = 0xfd2f_b528;
-const SKIPPABLE: std::ops::RangeInclusive<u32> = 0x184d_2a50..=0x184d_2a5f;
+pub(super) const SKIPPABLE: std::ops::RangeInclusive<u32> = 0x184d_2a50..=0x184d_2a5f;
 
 /// Work that a thread with nothing else to do may take on for a trace reader.
 pub trait SpareWork: Send + Sync {
@@ -277,7 +278,7 @@ impl State {
             Ok(None) => {
                 // A frame to read in order, with everything after it.
                 let rest = Cursor::new(bytes).chain(Cursor::new(std::mem::take(&mut self.back))).chain(src);
-                let end = match super::open::framed_layer(self.codec, rest, self.offset, self.produced) {
+                let end = match super::open::layer(self.codec, rest, self.offset, self.produced) {
                     Ok(d) => End::Rest(d),
                     Err(e) => End::Failed(e),
                 };
@@ -391,8 +392,10 @@ impl State {
         if !read_onto(&mut self.back, src, bytes, 2)? {
             return Err(cut(self, bytes.len()));
         }
-        let Some(len) = lz4::header_len(bytes) else { return Ok(None) };
-        if !read_onto(&mut self.back, src, bytes, len - 6)? {
+        if !lz4::alone(bytes) {
+            return Ok(None);
+        }
+        if !read_onto(&mut self.back, src, bytes, lz4::HEADER_LEN - 6)? {
             return Err(cut(self, bytes.len()));
         }
         let Some(h) = lz4::header(bytes).filter(|h| h.content <= MAX_CONTENT) else { return Ok(None) };
@@ -434,7 +437,7 @@ impl State {
             rest.append(&mut self.back);
             self.back = rest;
         }
-        Ok(Some(Found { content: h.content as usize, blocks: h.len, hash }))
+        Ok(Some(Found { content: h.content as usize, blocks: lz4::HEADER_LEN, hash }))
     }
 }
 

@@ -54,33 +54,33 @@ pub const BLOCK_MAX: usize = 1 << (8 + 2 * (BD >> 4) as usize);
 /// Set in a block's size word when the block is stored uncompressed.
 const UNCOMPRESSED: u32 = 1 << 31;
 
+/// The length of the header of a frame that can be decompressed alone: magic, descriptor
+/// (flags and block size), content size and the header's checksum byte.
+pub(super) const HEADER_LEN: usize = 4 + 2 + 8 + 1;
+
 /// What a frame's header says, for a frame that can be decompressed alone with its blocks
-/// independent: its content size, its largest block and the header's length.
+/// independent: its content size and its largest block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Header {
     pub(super) content: u64,
     pub(super) block_max: usize,
-    pub(super) len: usize,
 }
 
-/// The length of the frame header that starts with magic and descriptor `start` (6 bytes), if
-/// the frame is one to read alone; `None` for any other (another version, linked blocks, a
-/// dictionary, LZ4's own checksums, no content size), which is read in order by a general LZ4
-/// decoder.
-pub(super) fn header_len(start: &[u8]) -> Option<usize> {
+/// Whether the frame whose magic and descriptor `start` (6 bytes) holds is one to read alone,
+/// with a header of [`HEADER_LEN`]; any other (another version, linked blocks, a dictionary,
+/// LZ4's own checksums, no content size) is read in order by a general LZ4 decoder.
+pub(super) fn alone(start: &[u8]) -> bool {
     let (flg, bd) = (start[4], start[5]);
-    let wanted = flg >> 6 == 1 && flg & 0x20 != 0 && flg & 0x1f == 0x08 && bd & 0x8f == 0 && bd >> 4 >= 4;
-    wanted.then_some(4 + 2 + 8 + 1)
+    flg >> 6 == 1 && flg & 0x20 != 0 && flg & 0x1f == 0x08 && bd & 0x8f == 0 && bd >> 4 >= 4
 }
 
-/// The header of a frame that [`header_len`] accepted, `h` being its whole header; `None` if
-/// its checksum byte is wrong (the general decoder then reports it).
+/// The header of a frame that [`alone`] accepted, `h` being its whole header; `None` if its
+/// checksum byte is wrong (the general decoder then reports it).
 pub(super) fn header(h: &[u8]) -> Option<Header> {
     let check = (twox_hash::XxHash32::oneshot(0, &h[4..14]) >> 8) as u8;
     (check == h[14]).then(|| Header {
         content: u64::from_le_bytes(h[6..14].try_into().unwrap()),
         block_max: 1 << (8 + 2 * (h[5] >> 4)),
-        len: 15,
     })
 }
 
@@ -236,7 +236,7 @@ impl<R: Read> Read for Decoder<R> {
                         }
                     }
                     let m = u32::from_le_bytes(magic);
-                    if (0x184d_2a50..=0x184d_2a5f).contains(&m) {
+                    if super::frames::SKIPPABLE.contains(&m) {
                         let mut len = [0u8; 4];
                         let len =
                             if read_full(&mut r, &mut len)? == 4 { u32::from_le_bytes(len) as u64 } else { u64::MAX };

@@ -129,16 +129,7 @@ fn decompress_layers<'a, R: Read + Send + 'a>(
             return Ok((rejoined, layers));
         }
         layers.push(c);
-        let consumed = Arc::new(AtomicU64::new(0));
-        let counted = Counting { inner: rejoined, n: consumed.clone() };
-        let decoder: Box<dyn Read + Send + 'a> = match c {
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(counted)?),
-            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
-            Compression::Lz4 => Box::new(super::lz4::Decoder::new(counted)),
-            Compression::None => unreachable!(),
-        };
-        stream = Box::new(Layer { decoder, kind: c, consumed, produced: 0 });
+        stream = layer(c, rejoined, 0, 0)?;
     }
 }
 
@@ -174,9 +165,9 @@ pub(super) fn corrupt(
     )
 }
 
-/// A `kind` (zstd or LZ4) decoding layer over `inner` whose errors say where ([`Layer`]),
-/// counting from `consumed` compressed and `produced` decompressed bytes before it.
-pub(super) fn framed_layer<'a, R: Read + Send + 'a>(
+/// A `kind` decoding layer over `inner` whose errors say where ([`Layer`]), counting from
+/// `consumed` compressed and `produced` decompressed bytes before it.
+pub(super) fn layer<'a, R: Read + Send + 'a>(
     kind: Compression,
     inner: R,
     consumed: u64,
@@ -185,8 +176,11 @@ pub(super) fn framed_layer<'a, R: Read + Send + 'a>(
     let n = Arc::new(AtomicU64::new(consumed));
     let counted = Counting { inner, n: n.clone() };
     let decoder: Box<dyn Read + Send + 'a> = match kind {
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(counted)?),
+        Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
         Compression::Lz4 => Box::new(super::lz4::Decoder::new(counted)),
-        _ => Box::new(zstd::stream::read::Decoder::new(counted)?),
+        Compression::None => Box::new(counted),
     };
     Ok(Box::new(Layer { decoder, kind, consumed: n, produced }))
 }
