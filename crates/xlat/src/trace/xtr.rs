@@ -634,28 +634,37 @@ fn decode_pair<S: Sink>(
     (rb, bb, sb, outb, mut sinkb): (&[u8], usize, &mut BlockState, &mut [Record], S),
 ) -> (usize, usize, S, S) {
     let (ra, rb) = (&ra[..ba + MARGIN], &rb[..bb + MARGIN]);
-    // As in `decode_run`: each record is at least one byte long, so while a position is below
-    // its end there is room for its record in `out`.
-    let (enda, endb) = (ra[ba.min(outa.len())..].as_ptr(), rb[bb.min(outb.len())..].as_ptr());
     let (mut pa, mut pb) = (ra.as_ptr(), rb.as_ptr());
     let (mut ia, mut ib) = (sa.n, sb.n);
     debug_assert!(ia == 0 && ib == 0);
-    while pa < enda && pb < endb {
-        // SAFETY: `p < end`, at most byte `bytes` of the block, which `MARGIN >= 16` more bytes
-        // follow: the 16 bytes from `p` are inside it.
-        let (wa, wb): (&[u8; 16], &[u8; 16]) = unsafe { (&*(pa as *const [u8; 16]), &*(pb as *const [u8; 16])) };
-        let (ta, tb) = (wa[0], wb[0]);
-        if (ta | tb) > tag::ACCESS_MAX {
+    'pair: loop {
+        // As in `decode_run`: each record is at least one byte long, so while a position is
+        // below its end there is room for its record in `out`. The ends move on as records
+        // are decoded (a record is about 3 bytes long, so the first ends are about a third of
+        // the way), until one is its block's end or its `out` is full.
+        let (posa, posb) = (at(ra, pa), at(rb, pb));
+        let (lima, limb) = (ba.min(posa + (outa.len() - ia)), bb.min(posb + (outb.len() - ib)));
+        if posa >= lima || posb >= limb {
             break;
         }
-        let Ok(la) = access_record(wa, ta, &mut sa.la, &mut sa.ls, &mut sinka, outa, ia) else { break };
-        // SAFETY: `la <= MARGIN`: `pa + la` is inside the block's slice or one past its end.
-        pa = unsafe { pa.add(la) };
-        ia += 1;
-        let Ok(lb) = access_record(wb, tb, &mut sb.la, &mut sb.ls, &mut sinkb, outb, ib) else { break };
-        // SAFETY: as for `pa`.
-        pb = unsafe { pb.add(lb) };
-        ib += 1;
+        let (enda, endb) = (ra[lima..].as_ptr(), rb[limb..].as_ptr());
+        while pa < enda && pb < endb {
+            // SAFETY: `p < end`, at most byte `bytes` of the block, which `MARGIN >= 16` more
+            // bytes follow: the 16 bytes from `p` are inside it.
+            let (wa, wb): (&[u8; 16], &[u8; 16]) = unsafe { (&*(pa as *const [u8; 16]), &*(pb as *const [u8; 16])) };
+            let (ta, tb) = (wa[0], wb[0]);
+            if (ta | tb) > tag::ACCESS_MAX {
+                break 'pair;
+            }
+            let Ok(la) = access_record(wa, ta, &mut sa.la, &mut sa.ls, &mut sinka, outa, ia) else { break 'pair };
+            // SAFETY: `la <= MARGIN`: `pa + la` is inside the block's slice or one past its end.
+            pa = unsafe { pa.add(la) };
+            ia += 1;
+            let Ok(lb) = access_record(wb, tb, &mut sb.la, &mut sb.ls, &mut sinkb, outb, ib) else { break 'pair };
+            // SAFETY: as for `pa`.
+            pb = unsafe { pb.add(lb) };
+            ib += 1;
+        }
     }
     (sa.n, sb.n) = (ia, ib);
     (at(ra, pa), at(rb, pb), sinka, sinkb)
@@ -1817,6 +1826,44 @@ mod tests {
             });
             assert!(got == recs, "{c:?}: read_batch after read_batch_words");
         }
+    }
+
+    #[test]
+    fn the_paired_loop_runs_until_a_block_ends() {
+        // Two blocks of access records only, about 3 bytes each: the paired loop takes the
+        // records of both in turns until the shorter one ends (not only as many bytes as it
+        // has records, where the room it first knows of runs out).
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut block = |n: usize| {
+            let recs: Vec<Record> = (0..n)
+                .map(|_| {
+                    let r = next();
+                    let kind = Kind::ALL[(r & 3) as usize];
+                    Record::Access { kind, size: 1 + (r >> 8) as u32 % 8, addr: 0x40_0000 + (r >> 16) % 0x10_0000 }
+                })
+                .collect();
+            let raw = encode_to_vec(&recs, Compression::None).unwrap();
+            let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
+            let mut p = header + 1;
+            assert_eq!(get_varint(&raw, &mut p).unwrap() as usize, n);
+            let bytes = get_varint(&raw, &mut p).unwrap() as usize;
+            assert!(bytes > 2 * n, "records of more than 2 bytes on average");
+            ([&raw[p..p + bytes], &[0; MARGIN][..]].concat(), bytes, n)
+        };
+        let (a, b) = (block(3000), block(2000));
+        let (mut oa, mut ob) = (vec![Record::Marker { id: 0 }; a.2], vec![Record::Marker { id: 0 }; b.2]);
+        let (mut wa, mut wb) = (vec![0; a.2], vec![0; b.2]);
+        let (mut sa, mut sb) = (BlockState::default(), BlockState::default());
+        let (sinka, sinkb) = (Words::<false, 12, false>::new(&mut wa, 12), Words::<false, 12, false>::new(&mut wb, 12));
+        let (pa, pb, _, _) = decode_pair((&a.0, a.1, &mut sa, &mut oa, sinka), (&b.0, b.1, &mut sb, &mut ob, sinkb));
+        assert_eq!((pb, sb.n), (b.1, b.2), "the shorter block decoded to its end in the paired loop");
+        assert!(sa.n >= b.2 && pa < a.1, "the longer one as far");
     }
 
     #[test]
