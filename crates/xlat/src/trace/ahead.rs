@@ -141,7 +141,8 @@ impl Ahead {
     }
 
     /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]:
-    /// the reader, which decodes the blocks nobody took, takes two at a time when it can).
+    /// the reader, which decodes the blocks nobody took, and a helper take two at a time when
+    /// they can).
     pub(super) fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
         if a.params != b.params {
             self.finish(a, for_others);
@@ -177,10 +178,18 @@ fn decoded(
 }
 
 impl SpareWork for Ahead {
-    /// Decodes the first block nobody has taken, if one is queued.
+    /// Decodes the first block nobody has taken, if one is queued, and the next with it in
+    /// turns if two are ([`Ahead::finish_two`]).
     fn help(&self) -> bool {
         // The helper is, in a run, a thread that reads the batch: the words stay in its cache.
-        super::frames::help_once(&self.state, Ahead::take, |t| self.finish(t, false))
+        super::frames::help_once(
+            &self.state,
+            |q| Ahead::take(q).map(|t| (t, Ahead::take(q))),
+            |(t, u)| match u {
+                Some(u) => self.finish_two(t, u, false),
+                None => self.finish(t, false),
+            },
+        )
     }
 }
 
