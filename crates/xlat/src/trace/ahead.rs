@@ -140,10 +140,23 @@ impl Ahead {
         self.lock().done(seq, raw, decoded(result, recs, words, offset));
     }
 
-    /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]:
-    /// the reader, which decodes the blocks nobody took, and a helper take two at a time when
-    /// they can).
-    pub(super) fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
+    /// The first job nobody has taken and, if one is waiting too, the next: the reader, which
+    /// decodes the blocks nobody took, and a helper decode two at a time when they can
+    /// ([`Ahead::finish_taken`]).
+    pub(super) fn take_two(q: &mut Queue) -> Option<(Taken, Option<Taken>)> {
+        Ahead::take(q).map(|t| (t, Ahead::take(q)))
+    }
+
+    /// Decodes what [`Ahead::take_two`] took (without the lock): two jobs together, or one.
+    pub(super) fn finish_taken(&self, (t, u): (Taken, Option<Taken>), for_others: bool) {
+        match u {
+            Some(u) => self.finish_two(t, u, for_others),
+            None => self.finish(t, for_others),
+        }
+    }
+
+    /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]).
+    fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
         if a.params != b.params {
             self.finish(a, for_others);
             self.finish(b, for_others);
@@ -179,17 +192,10 @@ fn decoded(
 
 impl SpareWork for Ahead {
     /// Decodes the first block nobody has taken, if one is queued, and the next with it in
-    /// turns if two are ([`Ahead::finish_two`]).
+    /// turns if two are ([`Ahead::take_two`]).
     fn help(&self) -> bool {
         // The helper is, in a run, a thread that reads the batch: the words stay in its cache.
-        super::frames::help_once(
-            &self.state,
-            |q| Ahead::take(q).map(|t| (t, Ahead::take(q))),
-            |(t, u)| match u {
-                Some(u) => self.finish_two(t, u, false),
-                None => self.finish(t, false),
-            },
-        )
+        super::frames::help_once(&self.state, Ahead::take_two, |taken| self.finish_taken(taken, false))
     }
 }
 

@@ -1313,15 +1313,10 @@ impl<R: Read + Send> XtrReader<R> {
             match q.jobs.front().map(|j| &j.state) {
                 None => return Ok(None),
                 Some(JobState::Done(_)) => break q.jobs.pop_front().expect("a front job"),
-                Some(_) => match Ahead::take(&mut q) {
-                    Some(t) => {
-                        // Two at a time if two are waiting (`decode_blocks`).
-                        let next = Ahead::take(&mut q);
+                Some(_) => match Ahead::take_two(&mut q) {
+                    Some(taken) => {
                         drop(q);
-                        match next {
-                            Some(u) => ahead.finish_two(t, u, for_other_core),
-                            None => ahead.finish(t, for_other_core),
-                        }
+                        ahead.finish_taken(taken, for_other_core);
                     }
                     None => {
                         drop(q);
@@ -1828,6 +1823,18 @@ mod tests {
         }
     }
 
+    /// The body of the first block record of `recs` written as xtr (uncompressed), and how
+    /// many records it holds.
+    fn block_body(recs: &[Record]) -> (Vec<u8>, usize) {
+        let raw = encode_to_vec(recs, Compression::None).unwrap();
+        let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
+        assert_eq!(raw[header], tag::BLOCK);
+        let mut p = header + 1;
+        let n = get_varint(&raw, &mut p).unwrap() as usize;
+        let bytes = get_varint(&raw, &mut p).unwrap() as usize;
+        (raw[p..p + bytes].to_vec(), n)
+    }
+
     #[test]
     fn the_paired_loop_runs_until_a_block_ends() {
         // Two blocks of access records only, about 3 bytes each: the paired loop takes the
@@ -1848,13 +1855,11 @@ mod tests {
                     Record::Access { kind, size: 1 + (r >> 8) as u32 % 8, addr: 0x40_0000 + (r >> 16) % 0x10_0000 }
                 })
                 .collect();
-            let raw = encode_to_vec(&recs, Compression::None).unwrap();
-            let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
-            let mut p = header + 1;
-            assert_eq!(get_varint(&raw, &mut p).unwrap() as usize, n);
-            let bytes = get_varint(&raw, &mut p).unwrap() as usize;
+            let (body, count) = block_body(&recs);
+            assert_eq!(count, n);
+            let bytes = body.len();
             assert!(bytes > 2 * n, "records of more than 2 bytes on average");
-            ([&raw[p..p + bytes], &[0; MARGIN][..]].concat(), bytes, n)
+            ([&body[..], &[0; MARGIN][..]].concat(), bytes, n)
         };
         let (a, b) = (block(3000), block(2000));
         let (mut oa, mut ob) = (vec![Record::Marker { id: 0 }; a.2], vec![Record::Marker { id: 0 }; b.2]);
@@ -1873,15 +1878,7 @@ mod tests {
         // an event, an empty one, and corrupt ones (an escaped size of 0 after good records, a
         // record count one too high, an extension inside).
         let recs = blocky_trace();
-        let body = |recs: &[Record]| {
-            let raw = encode_to_vec(recs, Compression::None).unwrap();
-            let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
-            assert_eq!(raw[header], tag::BLOCK);
-            let mut p = header + 1;
-            let n = get_varint(&raw, &mut p).unwrap() as usize;
-            let bytes = get_varint(&raw, &mut p).unwrap() as usize;
-            (raw[p..p + bytes].to_vec(), n)
-        };
+        let body = block_body;
         let good = [0x49, 0x00, 0x10, 0x04, 0x25, 0x08];
         let mut blocks: Vec<(Vec<u8>, usize)> = [1, 2, 7, 100, 998, 2000, 4096]
             .iter()
