@@ -223,7 +223,8 @@ enum Enc<W: Write> {
 
 impl<W: Write> CompressedWriter<W> {
     /// Compresses into `inner` with `c` (zstd level 3 in frames of 256 KiB of content, each with
-    /// its content size and checksum ([`super::frames::FrameWriter`]), gzip level 6, xz preset
+    /// its content size and checksum, literals raw where Huffman coding saves little
+    /// ([`super::frames::FrameWriter`]), gzip level 6, xz preset
     /// 6, LZ4 frames of 128 KiB each followed by its XXH3-64 ([`super::lz4::FrameWriter`]);
     /// always single-threaded).
     pub fn new(inner: W, c: Compression) -> io::Result<CompressedWriter<W>> {
