@@ -72,10 +72,14 @@ pub struct System {
     pt_tlb: usize,
     /// VPNs at or above this are outside the page table's virtual address space.
     vpn_limit: u64,
-    /// Which build of `Tlb::fa_lru_run` the next batch takes, with its recent-hit filter or
-    /// without (a speed choice only: both do the same), from how many of the last batch's
-    /// lookups the filter answered or would have.
-    fa_filter: bool,
+    /// Which build of `Tlb::fa_lru_run` the next batch takes, with its table of recent pages
+    /// or without (a speed choice only: both do the same), from what the table cost in the
+    /// last batch that took it ([`plain::NEAR_PROBE`]).
+    fa_near: bool,
+    /// Batches taken without the table since it was last tried.
+    fa_since_near: u32,
+    /// The build every batch takes, if fixed ([`System::fix_fa_lru_build`]).
+    fa_fixed: Option<bool>,
     /// VPN ranges (inclusive) of the `os.global` regions.
     global: Vec<(u64, u64)>,
     pt: PageTable,
@@ -472,7 +476,9 @@ impl System {
                 .into_iter()
                 .map(|(lo, hi)| (lo >> page_size.shift(), hi >> page_size.shift()))
                 .collect(),
-            fa_filter: true,
+            fa_near: true,
+            fa_since_near: 0,
+            fa_fixed: None,
             vpn_limit: if config.page_table.va_bits >= 64 {
                 u64::MAX
             } else {
@@ -523,6 +529,14 @@ impl System {
     pub fn use_general_loop(&mut self) {
         self.plain = false;
         self.rec.keep_addrs = true;
+    }
+
+    /// Makes every batch of a plain design with a fully associative LRU TLB take the build of
+    /// its loop with the table of recent pages (`true`) or the one without, rather than the
+    /// faster as measured (tests compare the two).
+    #[doc(hidden)]
+    pub fn fix_fa_lru_build(&mut self, near: bool) {
+        self.fa_fixed = Some(near);
     }
 
     /// The config this system was built from.

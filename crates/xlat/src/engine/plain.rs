@@ -17,6 +17,17 @@ use crate::pt::{Kind as PtKind, NoTlb, PageTable};
 use crate::tlb::{FaLruMisses, FilterRun};
 use crate::trace::{page_word, Record, SLOW_WORD};
 
+/// A batch of a fully associative LRU TLB's loop takes the build with the table of recent pages
+/// ([`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run)) while, in the last batch that took it,
+/// the lookups the table did not answer and the uses it deferred to a fill or to the run's
+/// end (each costing about what a lookup of the build without it costs) were at most one in
+/// `NEAR_COST` of the lookups. Measured on generated traces (zipf and uniform, 0.002 % to 5 %
+/// misses; docs/performance.md), the two builds took the same time at about one in 3.7.
+pub(super) const NEAR_COST: u64 = 4;
+
+/// Batches that take the build without the table before one tries it again.
+pub(super) const NEAR_PROBE: u32 = 64;
+
 impl System {
     /// True if this design may take [`System::process_plain`] (see the module documentation).
     pub(super) fn is_plain(&self) -> bool {
@@ -128,11 +139,10 @@ impl System {
         let (mut n, mut n_data) = (0u64, 0u64);
         let len = records.len();
         let mut i = 0;
-        // References the runs took, the lookups their filter answered and (without the
-        // filter) their hits on the two most recent entries, for the choice of the next
-        // batch's loop.
-        let (mut run_refs, mut filter_hits, mut recent_hits) = (0u64, 0u64, 0u64);
-        let filter = self.fa_filter;
+        // References the runs took, and (with the table) the lookups it did not answer and the
+        // uses it deferred, for the choice of the next batch's build.
+        let (mut run_refs, mut near_misses, mut deferred) = (0u64, 0u64, 0u64);
+        let near = self.fa_fixed.unwrap_or(self.fa_near);
         while i < len {
             let asid = self.asid;
             let tlb = &mut self.structures[t].tlb;
@@ -142,13 +152,12 @@ impl System {
                 let mut misses = FaLruMisses::default();
                 let mut reads = 0u64;
                 let from = i;
-                // Two builds of one loop, exactly alike in what they do: one that keeps filter
-                // hits in a loop of their own (fast where most lookups repeat one of the two
-                // pages hit last: real programs), and one without the filter (fast where fewer
-                // do).
+                // Two builds of one loop, exactly alike in what they do: one that answers the
+                // lookups of recent pages from a table of its own (fast where most lookups are
+                // of those and misses are rare: real programs), and one without it.
                 macro_rules! run {
                     ($walk:expr) => {
-                        if filter {
+                        if near {
                             tlb.fa_lru_run::<true>(asid, &word, i, len, &mut n, &mut n_data, $walk, &mut misses)
                         } else {
                             tlb.fa_lru_run::<false>(asid, &word, i, len, &mut n, &mut n_data, $walk, &mut misses)
@@ -169,8 +178,8 @@ impl System {
                     _ => run!(&mut |_| None),
                 };
                 run_refs += (i - from) as u64;
-                filter_hits += misses.filter_hits;
-                recent_hits += misses.recent_hits;
+                near_misses += misses.near_misses;
+                deferred += misses.deferred;
                 if misses.fills > 0 {
                     self.count_memoised_misses(t, misses, reads);
                 }
@@ -196,12 +205,17 @@ impl System {
             }
         }
         self.add_lookups(&mut n, &mut n_data);
-        // The filter while it answers at least 65 % of the lookups; back to it when 75 % hit
-        // one of the two most recent entries (a filter answers about those). Measured on
-        // traces from 1 % to 87 %, the two builds cost about the same at 70 %
-        // (docs/performance.md).
-        if run_refs > 0 {
-            self.fa_filter = if filter { 20 * filter_hits >= 13 * run_refs } else { 4 * recent_hits >= 3 * run_refs };
+        if self.fa_fixed.is_none() {
+            if near {
+                if run_refs > 0 {
+                    self.fa_near = NEAR_COST * (near_misses + deferred) <= run_refs;
+                }
+            } else {
+                self.fa_since_near += 1;
+                if self.fa_since_near == NEAR_PROBE {
+                    (self.fa_since_near, self.fa_near) = (0, true);
+                }
+            }
         }
         Ok(())
     }

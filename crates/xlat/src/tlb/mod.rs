@@ -190,16 +190,16 @@ pub struct Fill {
 }
 
 /// What [`Tlb::fa_lru_run`] filled: misses, each with one new entry, and the valid entries
-/// they replaced; and how many lookups its filter answered (for the choice of its build).
+/// they replaced; and, in the build with the table of recent pages, the lookups the table did
+/// not answer and the uses it deferred (for the choice of the build).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FaLruMisses {
     pub(crate) fills: u64,
     pub(crate) evictions: u64,
-    /// Lookups the filter answered.
-    pub(crate) filter_hits: u64,
-    /// Hits on one of the two most recently used entries (counted by the build without the
-    /// filter, where they stand for the lookups a filter would have answered).
-    pub(crate) recent_hits: u64,
+    /// Lookups the table did not answer ([`Tlb::fa_lru_run_near`]).
+    pub(crate) near_misses: u64,
+    /// Uses of entries that it deferred and applied to the order list.
+    pub(crate) deferred: u64,
 }
 
 /// One entry's storage.
@@ -244,6 +244,8 @@ pub struct Tlb {
     filter: Filter,
     /// The uses [`Tlb::fa_lru_run`] has not yet applied to `order`: see [`Deferred`].
     deferred: Deferred,
+    /// The table of [`Tlb::fa_lru_run_near`], empty between runs (its memory kept).
+    near: Box<Near>,
     /// Fully associative, LRU, base-page entries: fills take [`Tlb::fill_fa_lru`].
     fa_lru: bool,
     /// [`Tlb::fa_lru_lookup`], kept up to date by [`Tlb::refresh_fa_lru_lookup`] wherever
@@ -420,6 +422,7 @@ impl Tlb {
             frames,
             filter: Filter::new(policy),
             deferred: Deferred::new(if fa_lru { n } else { 0 }),
+            near: Box::new(Near::new()),
             fa_lru,
             fa_lru_lookup: false,
         };
@@ -539,15 +542,16 @@ impl Tlb {
     /// while [`Tlb::fa_lru_lookup`] holds.
     ///
     /// The engine's loop of a fully associative LRU TLB on its own, the arrays borrowed once:
-    /// each reference is one probe of the index (past the filter, if the build has it), then on
-    /// a hit a move to the head of the order list as [`Tlb::lookup_fa_lru`] makes it, and on a
-    /// miss the fill [`Tlb::fill_fa_lru`] makes. `FILTER` only changes how fast: with it, the
-    /// run is [`Tlb::fa_lru_run_filtered`] (fast where most lookups repeat one of the two pages
-    /// hit last: real programs), and without it [`Tlb::fa_lru_run_ahead`] (fast where fewer do:
-    /// the filter's upkeep costs more than it saves).
+    /// each reference is one probe of the index (past the table of recent pages, if the build
+    /// has it), then on a hit a move to the head of the order list as [`Tlb::lookup_fa_lru`]
+    /// makes it, and on a miss the fill [`Tlb::fill_fa_lru`] makes. `NEAR` only changes how
+    /// fast: with it, the run is [`Tlb::fa_lru_run_near`] (fast where most lookups find their
+    /// page among the 64 recent ones of its table and misses are rare: real programs), and
+    /// without it [`Tlb::fa_lru_run_ahead`] (fast where they do not: the table's upkeep, and
+    /// the moves it defers to each fill, then cost more than it saves).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fa_lru_run<const FILTER: bool>(
+    pub(crate) fn fa_lru_run<const NEAR: bool>(
         &mut self,
         asid: Asid,
         word: &impl Fn(usize) -> u64,
@@ -560,8 +564,8 @@ impl Tlb {
     ) -> usize {
         debug_assert!(self.fa_lru_lookup());
         let io = RunIo { word, len, n, n_data, walk, misses };
-        if FILTER {
-            self.fa_lru_run_filtered(asid, i, io)
+        if NEAR {
+            self.fa_lru_run_near(asid, i, io)
         } else {
             self.fa_lru_run_ahead(asid, i, io)
         }
@@ -575,63 +579,41 @@ impl Tlb {
         (self.blocks == 0 && asid.0 != GLOBAL, self.base.shift() as u8)
     }
 
-    /// [`Tlb::fa_lru_run`] with the filter held in registers: its hits take a loop of their
-    /// own, and the moves to the head are recorded and applied in order before a fill and at
-    /// the end ([`Deferred`]).
+    /// [`Tlb::fa_lru_run`] with a direct-mapped table of the run's recent pages ([`Near`]):
+    /// a lookup whose page is in it (most of a real program's) is a hit on its slot, one load
+    /// and one compare, and its use is noted in the table; the others probe the index and enter
+    /// the table. The uses go to [`Deferred`] when an entry leaves the table, before a fill and
+    /// at the end, and are applied to the order list in order before a fill and at the end. The
+    /// two-entry filter is committed and emptied first, as [`Tlb::fa_lru_run_ahead`] does.
     #[inline(always)]
-    fn fa_lru_run_filtered<W, F>(&mut self, asid: Asid, mut i: usize, io: RunIo<'_, W, F>) -> usize
+    fn fa_lru_run_near<W, F>(&mut self, asid: Asid, mut i: usize, io: RunIo<'_, W, F>) -> usize
     where
         W: Fn(usize) -> u64,
         F: FnMut(u64) -> Option<Pte>,
     {
         let RunIo { word, len, n, n_data, walk, misses } = io;
         let (fills, shift) = self.fa_lru_fill_terms(asid);
-        let mut run = self.filter_run(asid);
-        let Tlb { index, order, slots, filter: f, size_count, present, deferred, .. } = self;
+        self.commit_fa_lru();
+        self.filter.clear();
+        let Tlb { index, order, slots, size_count, present, deferred, near, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
         let start = i;
-        let mut data_refs = 0;
-        // Filter entries made by the run whose ASID and translation are still to be written
-        // (bit `k` for entry `k`).
-        let mut unset = 0u32;
-        // Each entry's last use not yet recorded in `deferred`, as its word's position plus
-        // one (0: none): an entry's uses are recorded once, when it leaves the filter, before a
-        // fill and at the run's end, at the time `clock + used[k]` of the last
-        // (`Deferred::record_at`), rather than at every lookup the filter misses. The hits
-        // pending from before the run are older than any of its uses: recorded first.
-        let mut used = [0usize; 2];
-        if run.pending[0] | run.pending[1] {
-            let last = run.last & 1;
-            for k in [1 - last, last] {
-                if run.pending[k] {
-                    deferred.record(f.slot[k]);
-                }
-            }
-            run.pending = [false; 2];
-        }
-        // Times from `deferred.now` on: position `start` (`used[k] == start + 1`) at `now`.
-        let clock = deferred.now.wrapping_sub(start as u64 + 1);
+        near.clear();
+        // The time of a use at position `p` (`used == p + 1`): from 1 at `start`.
+        let clock = (start as u64).wrapping_neg();
+        let (mut data_refs, mut fills_made, mut evictions, mut found, mut applied) = (0u64, 0u64, 0u64, 0u64, 0u64);
         while i < len {
-            // Filter hits in a loop of their own, each entry's last use in a register. A slow
-            // word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52, or INVALID.
-            let [t0, t1] = run.tag;
-            let from = i;
             while i < len {
                 let w = word(i);
-                let (d0, d1) = ((w >> 1) ^ t0, (w >> 1) ^ t1);
-                if d0.min(d1) != 0 {
+                let e = Near::entry(w >> 1);
+                // A slow word's page (`SLOW_WORD >> 1`) is no tag: tags are pages below 2^52,
+                // or INVALID.
+                if near.tag[e] != w >> 1 {
                     break;
                 }
                 data_refs += w & 1;
                 i += 1;
-                if d0 == 0 {
-                    used[0] = i;
-                } else {
-                    used[1] = i;
-                }
-            }
-            if i != from {
-                misses.filter_hits += (i - from) as u64;
+                near.used[e] = i as u64;
             }
             if i >= len {
                 break;
@@ -640,27 +622,14 @@ impl Tlb {
             if w == SLOW_WORD {
                 break;
             }
-            // No filter hit: the loop above stopped at it.
             let vpn = w >> 1;
+            let e = Near::entry(vpn);
             let b = index.bucket(vpn, asid.0);
             if let Some(slot) = index.find(index.head(b), vpn, asid.0, slots) {
                 data_refs += w & 1;
-                // `lookup_fa_lru`'s move and filter entry (in the filter and in the run): the
-                // entry used last (hit since, or else as before) stays, and the other one leaves
-                // the filter, its last use recorded; the new entry's use is this one.
-                note_last_use(&mut run, &used);
-                let last = run.last & 1;
-                let k = if f.tag[last] == INVALID { last } else { 1 - last };
-                if used[k] != 0 {
-                    deferred.record_at(f.slot[k], clock.wrapping_add(used[k] as u64));
-                }
-                used[k] = i + 1;
-                f.tag[k] = vpn;
-                f.slot[k] = slot;
-                // Its ASID and translation when the run ends (below).
-                unset |= 1 << k;
-                run.tag[k] = vpn;
-                run.last = k;
+                near.leave(e, deferred, clock);
+                near.enter(e, vpn, slot, i as u64 + 1);
+                found += 1;
                 i += 1;
                 continue;
             }
@@ -668,49 +637,38 @@ impl Tlb {
             data_refs += w & 1;
             // `fill_fa_lru` of a process's base-page entry: the tail makes room, once the list
             // has the uses recorded.
-            record_filter_uses(deferred, f, &mut run, &mut used, clock);
+            near.leave_all(deferred, clock);
+            applied += deferred.used.len() as u64;
             deferred.apply(order);
             let slot = order.tail(0);
+            // The victim's page leaves the table, if it is there.
+            let old = slots[slot as usize].key;
+            let o = Near::entry(old);
+            if near.tag[o] == old && near.slot[o] == slot {
+                near.tag[o] = INVALID;
+            }
             let data = TlbData { pfn: pte.pfn.0, shift, valid: 0 };
-            if fa_lru_refill(index, slots, size_count, present, slot, b, asid.0, vpn, data) {
-                misses.evictions += 1;
-                for k in 0..2 {
-                    if f.slot[k] == slot {
-                        f.drop_entry(k);
-                        run.tag[k] = INVALID;
-                    }
-                }
-            }
+            evictions += fa_lru_refill(index, slots, size_count, present, slot, b, asid.0, vpn, data) as u64;
             order.tail_to_head(0);
-            // The filter entries of another process's `vpn` no longer answer.
-            for k in 0..2 {
-                if f.tag[k] == vpn {
-                    f.drop_entry(k);
-                    run.tag[k] = INVALID;
-                }
-            }
-            misses.fills += 1;
+            // In the table with no use since: the fill's is applied (at the head).
+            near.enter(e, vpn, slot, 0);
+            fills_made += 1;
             i += 1;
         }
-        record_filter_uses(deferred, f, &mut run, &mut used, clock);
+        near.leave_all(deferred, clock);
+        applied += deferred.used.len() as u64;
         deferred.apply(order);
+        misses.fills += fills_made;
+        misses.evictions += evictions;
+        misses.near_misses += found + fills_made;
+        misses.deferred += applied;
         *n += (i - start) as u64;
         *n_data += data_refs;
-        // The ASID and translation of the filter entries the run made, from their slots: a
-        // slot refilled since would have dropped its entry.
-        for k in 0..2 {
-            if unset & (1 << k) != 0 && f.tag[k] != INVALID {
-                f.asid[k] = asid.0;
-                f.data[k] = slots[f.slot[k] as usize].data;
-            }
-        }
-        self.end_filter_run(run);
         i
     }
 
-    /// [`Tlb::fa_lru_run`] without the filter: the run commits the filter's pending hits and
-    /// empties it first, and no lookup tests it; hits on the two most recent entries are
-    /// counted instead (`recent_hits`), for the engine's choice.
+    /// [`Tlb::fa_lru_run`] without the table: the run commits the two-entry filter's pending
+    /// hits and empties it first, and no lookup tests it.
     ///
     /// Each reference's probe of the index starts one reference early: its bucket and the
     /// bucket's first slot are read before the previous reference's hit or miss is known (and
@@ -730,7 +688,7 @@ impl Tlb {
         let Tlb { index, order, slots, size_count, present, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
         let start = i;
-        let (mut data_refs, mut fills_made, mut evictions, mut recent_hits) = (0, 0, 0, 0);
+        let (mut data_refs, mut fills_made, mut evictions) = (0, 0, 0);
         let mut head = order.head(0);
         // Word `i`, its bucket and the bucket's first slot (a slow word's too: it has a bucket
         // like any page, and stops the run before anything reads it).
@@ -750,7 +708,7 @@ impl Tlb {
             let vpn = w >> 1;
             if let Some(slot) = index.find(first, vpn, asid.0, slots) {
                 data_refs += w & 1;
-                recent_hits += order.move_to_head_held(&mut head, slot) as u64;
+                order.move_to_head_held(&mut head, slot);
                 i += 1;
                 continue;
             }
@@ -768,7 +726,6 @@ impl Tlb {
         order.set_head(0, head);
         misses.fills += fills_made;
         misses.evictions += evictions;
-        misses.recent_hits += recent_hits;
         *n += (i - start) as u64;
         *n_data += data_refs;
         i
@@ -1418,38 +1375,23 @@ struct Deferred {
     time: Box<[u64]>,
     /// The slots with a time, in any order (each at most once, so `entries` of room).
     used: Vec<u32>,
-    /// The time of the next use ([`Deferred::record`]); [`Deferred::record_at`] is given times
-    /// from it on.
-    now: u64,
 }
 
 impl Deferred {
     /// For a TLB of `entries` slots (0 for a TLB that never defers).
     fn new(entries: usize) -> Deferred {
-        Deferred { time: vec![0; entries].into_boxed_slice(), used: Vec::with_capacity(entries), now: 1 }
+        Deferred { time: vec![0; entries].into_boxed_slice(), used: Vec::with_capacity(entries) }
     }
 
-    /// Records a use of `slot` (below the TLB's entries).
-    #[inline(always)]
-    fn record(&mut self, slot: u32) {
-        let t = &mut self.time[slot as usize];
-        if *t == 0 {
-            // At most once per slot between updates: within the capacity.
-            debug_assert!(self.used.len() < self.used.capacity());
-            self.used.push(slot);
-        }
-        *t = self.now;
-        self.now += 1;
-    }
-
-    /// Records a use of `slot` (below the TLB's entries) at time `t`: at least `now`, and
-    /// later than every use recorded before it that it follows (the uses of a run of
-    /// [`Tlb::fa_lru_run`], recorded out of order, at their positions' times).
+    /// Records a use of `slot` (below the TLB's entries) at time `t` (at least 1): later than
+    /// every use recorded before it that it follows (the uses of a run of [`Tlb::fa_lru_run`],
+    /// recorded out of order, at their positions' times).
     #[inline(always)]
     fn record_at(&mut self, slot: u32, t: u64) {
-        debug_assert!(t >= self.now);
+        debug_assert!(t >= 1);
         let s = &mut self.time[slot as usize];
         if *s == 0 {
+            // At most once per slot between updates: within the capacity.
             debug_assert!(self.used.len() < self.used.capacity());
             self.used.push(slot);
         }
@@ -1466,38 +1408,83 @@ impl Deferred {
 
     #[inline(never)]
     fn apply_all(&mut self, order: &mut Order) {
-        let Deferred { time, used, now } = self;
+        let Deferred { time, used } = self;
         used.sort_unstable_by_key(|&s| time[s as usize]);
         for &s in used.iter() {
             order.move_to_head(0, s);
             time[s as usize] = 0;
         }
         used.clear();
-        *now = 1;
     }
 }
 
-/// Notes in `run` the filter entry used last, if either has a use in `used` (as
-/// [`record_filter_uses`] has them); else it stays as it was.
-#[inline(always)]
-fn note_last_use(run: &mut FilterRun, used: &[usize; 2]) {
-    if used[0] | used[1] != 0 {
-        run.last = (used[1] > used[0]) as usize;
-    }
+/// The table of a run of [`Tlb::fa_lru_run_near`]: the run's pages, one entry each at
+/// [`Near::entry`] (direct-mapped), with their slots and their last uses not yet in
+/// [`Deferred`]. On the benchmark's real trace 64 entries answer 99 % of the lookups (as a
+/// 64-entry direct-mapped cache of its pages; the two-entry filter 83 %).
+#[derive(Clone, Debug)]
+struct Near {
+    tag: [u64; NEAR],
+    slot: [u32; NEAR],
+    /// The entry's last use not yet recorded, as its word's position plus one (0: none).
+    used: [u64; NEAR],
+    /// Bit `e` set if entry `e` holds a page.
+    valid: u64,
 }
 
-/// The last uses of the filter entries that [`Tlb::fa_lru_run`] holds in `used` (each its
-/// word's position plus one, 0 for none; at time `clock + used[k]`), recorded in `deferred` and
-/// cleared, with the entry used last noted in `run`.
-#[inline(always)]
-fn record_filter_uses(deferred: &mut Deferred, f: &Filter, run: &mut FilterRun, used: &mut [usize; 2], clock: u64) {
-    note_last_use(run, used);
-    for (k, &u) in used.iter().enumerate() {
-        if u != 0 {
-            deferred.record_at(f.slot[k], clock.wrapping_add(u as u64));
+/// Entries of [`Near`].
+const NEAR: usize = 64;
+
+impl Near {
+    fn new() -> Near {
+        Near { tag: [INVALID; NEAR], slot: [NIL; NEAR], used: [0; NEAR], valid: 0 }
+    }
+
+    /// Empties the table (its entries' uses recorded).
+    #[inline(always)]
+    fn clear(&mut self) {
+        debug_assert!(self.used.iter().all(|&u| u == 0));
+        while self.valid != 0 {
+            self.tag[self.valid.trailing_zeros() as usize] = INVALID;
+            self.valid &= self.valid - 1;
         }
     }
-    *used = [0; 2];
+
+    /// The entry of page `vpn`.
+    #[inline(always)]
+    fn entry(vpn: u64) -> usize {
+        vpn as usize & (NEAR - 1)
+    }
+
+    /// Entry `e` gets page `vpn` in `slot`, last used at position `used - 1` (`used == 0`: no
+    /// use to record).
+    #[inline(always)]
+    fn enter(&mut self, e: usize, vpn: u64, slot: u32, used: u64) {
+        self.tag[e] = vpn;
+        self.slot[e] = slot;
+        self.used[e] = used;
+        self.valid |= 1 << e;
+    }
+
+    /// Records entry `e`'s last use, if it has one not yet recorded, in `deferred` (at time
+    /// `clock + used`).
+    #[inline(always)]
+    fn leave(&mut self, e: usize, deferred: &mut Deferred, clock: u64) {
+        if self.used[e] != 0 {
+            deferred.record_at(self.slot[e], clock.wrapping_add(self.used[e]));
+            self.used[e] = 0;
+        }
+    }
+
+    /// [`Near::leave`] of every entry.
+    #[inline(always)]
+    fn leave_all(&mut self, deferred: &mut Deferred, clock: u64) {
+        let mut v = self.valid;
+        while v != 0 {
+            self.leave(v.trailing_zeros() as usize, deferred, clock);
+            v &= v - 1;
+        }
+    }
 }
 
 /// What a run of [`Tlb::fa_lru_run`] reads and counts (its arguments of those names).
@@ -1593,32 +1580,24 @@ impl Order {
 
     #[inline(always)]
     fn move_to_head(&mut self, set: u32, slot: u32) {
-        self.move_to_head_recent(set, slot);
-    }
-
-    /// [`Order::move_to_head`], telling whether `slot` was the head or next to it.
-    #[inline(always)]
-    fn move_to_head_recent(&mut self, set: u32, slot: u32) -> bool {
         let mut head = self.heads[set as usize];
-        let recent = self.move_to_head_held(&mut head, slot);
+        self.move_to_head_held(&mut head, slot);
         self.heads[set as usize] = head;
-        recent
     }
 
-    /// [`Order::move_to_head_recent`] of the set whose head is `head`, held by the caller
-    /// (written back with [`Order::set_head`]).
+    /// [`Order::move_to_head`] of the set whose head is `head`, held by the caller (written
+    /// back with [`Order::set_head`]).
     #[inline(always)]
-    fn move_to_head_held(&mut self, head: &mut u32, slot: u32) -> bool {
+    fn move_to_head_held(&mut self, head: &mut u32, slot: u32) {
         let h = *head;
         if h == slot {
-            return true;
+            return;
         }
-        let [t, second] = self.links[h as usize];
+        let t = self.links[h as usize][0];
         if t != slot {
             self.relink(slot, t, h);
         }
         *head = slot;
-        second == slot
     }
 
     #[inline(always)]
