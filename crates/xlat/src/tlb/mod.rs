@@ -244,8 +244,9 @@ pub struct Tlb {
     filter: Filter,
     /// The uses [`Tlb::fa_lru_run`] has not yet applied to `order`: see [`Deferred`].
     deferred: Deferred,
-    /// The table of [`Tlb::fa_lru_run_near`], empty between runs (its memory kept).
-    near: Box<Near>,
+    /// The table of [`Tlb::fa_lru_run_near`] (fully associative LRU TLBs only), empty between
+    /// runs.
+    near: Option<Box<Near>>,
     /// Fully associative, LRU, base-page entries: fills take [`Tlb::fill_fa_lru`].
     fa_lru: bool,
     /// [`Tlb::fa_lru_lookup`], kept up to date by [`Tlb::refresh_fa_lru_lookup`] wherever
@@ -422,7 +423,7 @@ impl Tlb {
             frames,
             filter: Filter::new(policy),
             deferred: Deferred::new(if fa_lru { n } else { 0 }),
-            near: Box::new(Near::new()),
+            near: fa_lru.then(|| Box::new(Near::new())),
             fa_lru,
             fa_lru_lookup: false,
         };
@@ -597,6 +598,7 @@ impl Tlb {
         self.filter.clear();
         let Tlb { index, order, slots, size_count, present, deferred, near, .. } = self;
         let Some(index) = index.as_mut() else { unreachable!("fully associative TLBs have an index") };
+        let Some(near) = near.as_deref_mut() else { unreachable!("fully associative LRU TLBs have a table") };
         let start = i;
         near.clear();
         // The time of a use at position `p` (`used == p + 1`): from 1 at `start`.
