@@ -1426,20 +1426,20 @@ impl Deferred {
 /// 64-entry direct-mapped cache of its pages; the two-entry filter 83 %).
 #[derive(Clone, Debug)]
 struct Near {
-    tag: [u64; NEAR],
-    slot: [u32; NEAR],
+    tag: [u64; NEAR_ENTRIES],
+    slot: [u32; NEAR_ENTRIES],
     /// The entry's last use not yet recorded, as its word's position plus one (0: none).
-    used: [u64; NEAR],
+    used: [u64; NEAR_ENTRIES],
     /// Bit `e` set if entry `e` holds a page.
     valid: u64,
 }
 
 /// Entries of [`Near`].
-const NEAR: usize = 64;
+const NEAR_ENTRIES: usize = 64;
 
 impl Near {
     fn new() -> Near {
-        Near { tag: [INVALID; NEAR], slot: [NIL; NEAR], used: [0; NEAR], valid: 0 }
+        Near { tag: [INVALID; NEAR_ENTRIES], slot: [NIL; NEAR_ENTRIES], used: [0; NEAR_ENTRIES], valid: 0 }
     }
 
     /// Empties the table (its entries' uses recorded).
@@ -1455,7 +1455,7 @@ impl Near {
     /// The entry of page `vpn`.
     #[inline(always)]
     fn entry(vpn: u64) -> usize {
-        vpn as usize & (NEAR - 1)
+        vpn as usize & (NEAR_ENTRIES - 1)
     }
 
     /// Entry `e` gets page `vpn` in `slot`, last used at position `used - 1` (`used == 0`: no

@@ -44,6 +44,20 @@ const OUT: usize = 1;
 const ZSTD_MAGIC: u32 = 0xfd2f_b528;
 pub(super) const SKIPPABLE: std::ops::RangeInclusive<u32> = 0x184d_2a50..=0x184d_2a5f;
 
+/// The bytes of a zstd frame header (RFC 8878, §3.1.1.1) after its descriptor `fhd`: the
+/// window descriptor unless single-segment, the dictionary ID and the content size; and how
+/// many of them are the content size (the last).
+fn zstd_header(fhd: u8) -> (usize, usize) {
+    let (fcs_flag, single) = (fhd >> 6, fhd & 0x20 != 0);
+    let did = [0, 1, 2, 4][(fhd & 3) as usize];
+    let fcs = match (fcs_flag, single) {
+        (0, false) => 0,
+        (0, true) => 1,
+        (f, _) => 1 << f,
+    };
+    ((!single) as usize + did + fcs, fcs)
+}
+
 /// Work that a thread with nothing else to do may take on for a trace reader.
 pub trait SpareWork: Send + Sync {
     /// Does one piece of the work if there is one ready to do; returns whether it did.
@@ -92,8 +106,6 @@ pub const RAW_LITERALS_COST: u64 = 1;
 /// or Huffman-coded as the last probe found ([`PROBE_EVERY`]).
 pub struct Zstd {
     compressor: zstd::bulk::Compressor<'static>,
-    /// Whether the compressor stores literals raw.
-    raw: bool,
     /// Frames written since the last probe.
     since_probe: u32,
     /// The probe's other frame.
@@ -105,7 +117,7 @@ impl Zstd {
         let mut compressor = zstd::bulk::Compressor::new(3)?;
         compressor.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
         compressor.set_parameter(zstd::stream::raw::CParameter::ContentSizeFlag(true))?;
-        Ok(Zstd { compressor, raw: false, since_probe: 0, other: Vec::new() })
+        Ok(Zstd { compressor, since_probe: 0, other: Vec::new() })
     }
 
     /// Makes the compressor store literals raw or not (zstd's default for the level: Huffman
@@ -114,7 +126,6 @@ impl Zstd {
         use zstd::zstd_safe::ParamSwitch;
         let mode = if raw { ParamSwitch::Disable } else { ParamSwitch::Auto };
         self.compressor.set_parameter(zstd::stream::raw::CParameter::LiteralCompressionMode(mode))?;
-        self.raw = raw;
         Ok(())
     }
 
@@ -395,14 +406,7 @@ impl State {
                 return Ok(None);
             }
             let fhd = bytes[4];
-            let (fcs_flag, single) = (fhd >> 6, fhd & 0x20 != 0);
-            let did = [0, 1, 2, 4][(fhd & 3) as usize];
-            let fcs = match (fcs_flag, single) {
-                (0, false) => 0,
-                (0, true) => 1,
-                (f, _) => 1 << f,
-            };
-            let header = (!single) as usize + did + fcs;
+            let (header, fcs) = zstd_header(fhd);
             if fcs == 0 || !read_onto(&mut self.back, src, bytes, header)? {
                 return Ok(None);
             }
@@ -764,14 +768,7 @@ mod tests {
         starts(stream)
             .into_iter()
             .map(|f| {
-                let fhd = stream[f + 4];
-                let single = fhd & 0x20 != 0;
-                let fcs = match (fhd >> 6, single) {
-                    (0, false) => 0,
-                    (0, true) => 1,
-                    (flag, _) => 1 << flag,
-                };
-                let block = f + 5 + (!single) as usize + [0, 1, 2, 4][(fhd & 3) as usize] + fcs;
+                let block = f + 5 + zstd_header(stream[f + 4]).0;
                 let kind = (stream[block] >> 1) & 3;
                 (kind == 2).then(|| stream[block + 3] & 3)
             })

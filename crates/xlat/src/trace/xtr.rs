@@ -1878,14 +1878,13 @@ mod tests {
         // an event, an empty one, and corrupt ones (an escaped size of 0 after good records, a
         // record count one too high, an extension inside).
         let recs = blocky_trace();
-        let body = block_body;
         let good = [0x49, 0x00, 0x10, 0x04, 0x25, 0x08];
         let mut blocks: Vec<(Vec<u8>, usize)> = [1, 2, 7, 100, 998, 2000, 4096]
             .iter()
             .zip([0, 3, 11, 500, 1000, 5000, 20_000])
-            .map(|(&n, from)| body(&recs[from..from + n]))
+            .map(|(&n, from)| block_body(&recs[from..from + n]))
             .collect();
-        blocks.push(body(&[Record::ContextSwitch { asid: 1 }, recs[0], recs[1]]));
+        blocks.push(block_body(&[Record::ContextSwitch { asid: 1 }, recs[0], recs[1]]));
         blocks.push((Vec::new(), 0));
         blocks.push(([&good[..], &good[..], &[0x45, 0x00, 0, 0, 0, 0][..]].concat(), 5));
         blocks.push((good.to_vec(), 3));
