@@ -263,6 +263,37 @@ fn the_suites_c_programs_share_pages_and_switch_where_they_yield() {
     assert!(ipcs >= 790, "{ipcs} messages of 800");
 }
 
+/// A token passed round a ring of 16 processes with no working set: each pass is a few hundred
+/// references, so the receiver of a message can reach its own next scheduling point before the
+/// sender does. The tracer flushes the sender's records at the send, so the receiver's never
+/// reach xlat first, and the trace runs the processes in ring order on any host, loaded or not
+/// (before that flush, every such trace had from 3 to over 100 switches out of order).
+#[test]
+fn a_ring_of_processes_with_no_working_set_switches_in_ring_order() {
+    use xlat::trace::Record;
+    let d = tempfile::tempdir().unwrap();
+    let prog = stdout(&ok(run(&["workloads", "program", "ctx-ring"]))).trim().to_string();
+    let xtr = d.path().join("ring.xtr");
+    let (nproc, rounds) = (16u32, 30u32);
+    ok(run(&["trace", "-o", s(&xtr), "--", &prog, &nproc.to_string(), "0", &rounds.to_string()]));
+    let to: Vec<u32> = records(&xtr)
+        .iter()
+        .filter_map(|r| match *r {
+            Record::ContextSwitch { asid } => Some(asid),
+            _ => None,
+        })
+        .collect();
+    // The children start in fork order, then the parent sends the first token: from the first
+    // switch back to the parent on, every switch goes to the next process of the ring, through
+    // every round and the exits.
+    let start = to.iter().position(|&a| a == 0).expect("the parent runs again");
+    let ring = &to[start..];
+    let wrong: Vec<usize> = (1..ring.len()).filter(|&i| ring[i] != (ring[i - 1] + 1) % nproc).collect();
+    assert!(wrong.is_empty(), "switches out of ring order at {wrong:?} of {ring:?}");
+    // The first round ends with that switch back to the parent; each later one is nproc switches.
+    assert!(ring.len() as u32 >= nproc * (rounds - 1), "{} switches", ring.len());
+}
+
 /// The suite's programs run by hand (`xlat workloads program NAME` under `xlat trace`) with
 /// other parameters: `extreme -c` in `both` mode, where each child maps the file itself (as in
 /// chapman03) and both calls a function at the start of each page and reads a byte of it.

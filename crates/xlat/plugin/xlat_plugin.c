@@ -775,7 +775,8 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
            end, and who sends how much to which. */
         bool send = num == SYS_WRITE || num == SYS_WRITEV || num == SYS_SENDTO || num == SYS_SENDMSG;
         struct stat st;
-        uint64_t end = fstat((int)a1, &st) == 0 ? channel_end((int)a1, &st, send) : 0;
+        bool known = fstat((int)a1, &st) == 0;
+        uint64_t end = known ? channel_end((int)a1, &st, send) : 0;
         if (end != 0) {
             room(b, 13);
             put8(b, send ? R_PIPE_SEND : R_PIPE_RECV);
@@ -784,6 +785,12 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
                 bool sized = num == SYS_WRITE || num == SYS_SENDTO;
                 put32(b, sized ? (uint32_t)(a3 > 0xffffffffu ? 0xffffffffu : a3) : 0);
             }
+        }
+        if (send && known && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+            /* A message may wake its receiver, whose records must not reach xlat before the
+               sender's records up to the send: the scheduler runs processes in the order their
+               records arrive where nothing else orders them. */
+            flush(b);
         }
     }
     if (yields(num, a1, a2)) {
