@@ -190,6 +190,11 @@ pub struct Layout {
     cur: Space,
     /// Last range used by [instruction fetches, data].
     last: [Range; 2],
+    /// The ranges each kind used before its last one, most recent first, checked before the
+    /// search: data moves between stack, heap, static data and libraries. Copies, like `last`:
+    /// ranges only grow while they are kept ([`Layout::insert_merged`]), and an unmap, a switch
+    /// or an exit forgets them.
+    before: [[Range; BEFORE]; 2],
     /// Shared region: each object's window `(base, bytes)` and the next free address.
     objects: HashMap<u32, (u64, u64, u32)>,
     shared_next: u64,
@@ -200,6 +205,11 @@ pub struct Layout {
 
 /// Start of the shared area in region 1 (region offset 0 is left unmapped).
 const SHARED_BASE: u64 = (region::MMAP << 61) | (1 << 32);
+
+/// Ranges each kind keeps besides its last one. On the sort trace of the benchmark, under the
+/// itanium-linux layout, the last range misses on 15% of references; then 3 more ranges hit 88%
+/// of those misses, 5 hit 98.7% and 7 hit 99.9%, and 5 ran fastest.
+const BEFORE: usize = 5;
 
 impl Layout {
     /// A layout, or `None` for `identity`. `shared_region`: Itanium key-based sharing.
@@ -214,6 +224,7 @@ impl Layout {
             asid: 0,
             cur: Space::default(),
             last: [Range::EMPTY; 2],
+            before: [[Range::EMPTY; BEFORE]; 2],
             objects: HashMap::new(),
             shared_next: SHARED_BASE,
             pending: None,
@@ -251,12 +262,30 @@ impl Layout {
 
     #[inline(never)]
     fn place_slow(&mut self, is_data: bool, addr: u64) -> Result<u64, LayoutFull> {
-        let r = match self.find(addr) {
-            Some(i) => self.cur.ranges[i],
-            None => self.implicit(is_data, addr)?,
+        let k = is_data as usize;
+        let b = &mut self.before[k];
+        let r = if let Some(j) = b.iter().position(|r| r.contains(addr)) {
+            let r = b[j];
+            b.copy_within(0..j, 1);
+            r
+        } else {
+            let r = match self.find(addr) {
+                Some(i) => self.cur.ranges[i],
+                None => self.implicit(is_data, addr)?,
+            };
+            let b = &mut self.before[k];
+            b.copy_within(0..BEFORE - 1, 1);
+            r
         };
-        self.last[is_data as usize] = r;
+        self.before[k][0] = self.last[k];
+        self.last[k] = r;
         Ok(addr.wrapping_add(r.delta))
+    }
+
+    /// Forgets the ranges [`Layout::place`] keeps (the current space's ranges changed).
+    fn forget(&mut self) {
+        self.last = [Range::EMPTY; 2];
+        self.before = [[Range::EMPTY; BEFORE]; 2];
     }
 
     fn find(&self, addr: u64) -> Option<usize> {
@@ -276,8 +305,7 @@ impl Layout {
                 let next = page.saturating_add(0x1000);
                 let end = self.cur.ranges.get(i).map_or(next, |r| r.start.min(next));
                 let r = Range { start: page, end, delta: vrn << 61, key: 0 };
-                self.insert(r);
-                Ok(r)
+                Ok(self.insert_merged(i, r))
             }
             _ => {
                 let c = self.cfg.chunk;
@@ -292,6 +320,43 @@ impl Layout {
                     end = end.min(n.start);
                 }
                 self.map_compact(start, end - start)
+            }
+        }
+    }
+
+    /// Inserts `r` at `i` (where its start sorts), joined to a neighbour that ends where it starts
+    /// or starts where it ends and places its pages alike (same delta and key): the pages placed
+    /// are the same, and a lackey trace's implicit pages, placed one by one, make a handful of
+    /// ranges, not one per page, so [`Layout::place`]'s last range keeps hitting. Returns the
+    /// range that now holds `r`.
+    fn insert_merged(&mut self, i: usize, r: Range) -> Range {
+        let ranges = &mut self.cur.ranges;
+        if i > 0 && ranges[i - 1].start >= r.start {
+            // A range starts inside `r`'s page before the address (ranges of odd traces): `r`
+            // sorts before it, unjoined.
+            self.insert(r);
+            return r;
+        }
+        let alike = |o: &Range| o.delta == r.delta && o.key == r.key;
+        let before = i > 0 && ranges[i - 1].end == r.start && alike(&ranges[i - 1]);
+        let after = ranges.get(i).is_some_and(|n| n.start == r.end && alike(n));
+        match (before, after) {
+            (true, true) => {
+                ranges[i - 1].end = ranges[i].end;
+                ranges.remove(i);
+                ranges[i - 1]
+            }
+            (true, false) => {
+                ranges[i - 1].end = r.end;
+                ranges[i - 1]
+            }
+            (false, true) => {
+                ranges[i].start = r.start;
+                ranges[i]
+            }
+            (false, false) => {
+                ranges.insert(i, r);
+                r
             }
         }
     }
@@ -412,7 +477,7 @@ impl Layout {
             return;
         }
         let end = start.saturating_add(len);
-        self.last = [Range::EMPTY; 2];
+        self.forget();
         let mut i = self.cur.ranges.partition_point(|r| r.end <= start);
         while i < self.cur.ranges.len() && self.cur.ranges[i].start < end {
             let r = self.cur.ranges[i];
@@ -471,7 +536,7 @@ impl Layout {
         let prev = std::mem::replace(&mut self.cur, next);
         self.spaces.insert(self.asid, prev);
         self.asid = asid;
-        self.last = [Range::EMPTY; 2];
+        self.forget();
         self.pending = None;
     }
 
@@ -484,7 +549,7 @@ impl Layout {
     pub fn exit(&mut self, asid: u32) {
         if asid == self.asid {
             self.cur = Space::default();
-            self.last = [Range::EMPTY; 2];
+            self.forget();
         } else {
             self.spaces.remove(&asid);
         }
@@ -531,6 +596,54 @@ mod tests {
         assert_eq!(un, vec![(0x1_0000, 2 << 20)]);
         l.map(0x3000_0000, 1 << 20, 3, &mut un).unwrap();
         assert_eq!(l.place(true, 0x3000_0010).unwrap(), 0x1_0010);
+    }
+
+    /// Pages no mapping covers are placed one by one in the region of their first reference's
+    /// kind; neighbours placed alike join into one range, and a later mapping or unmapping over
+    /// joined pages still places (and hands back) each page as if it had stayed on its own.
+    #[test]
+    fn itanium_linux_joins_implicit_pages_without_moving_any() {
+        let cfg = LayoutConfig { kind: LayoutKind::ItaniumLinux, ..LayoutConfig::default() };
+        let mut l = Layout::new(&cfg, false).unwrap();
+        let base = 0x40_0000u64;
+        let page = |i: u64| base + i * 0x1000;
+        // The reference: pages 0..32 first fetched (text region), 32..64 first read (data).
+        let first = |i: u64| if i < 32 { region::TEXT } else { region::DATA };
+        let mut order: Vec<u64> = (0..64).collect();
+        let mut x = 12345u64;
+        for i in (1..order.len()).rev() {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            order.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        for &i in &order {
+            let a = page(i) + 0x18 * (i % 7);
+            assert_eq!(l.place(i >= 32, a).unwrap(), (first(i) << 61) | a, "page {i}");
+            // Later references of the other kind keep the page where it was placed.
+            assert_eq!(l.place(i < 32, a + 8).unwrap(), (first(i) << 61) | (a + 8), "page {i}");
+        }
+        assert_eq!(l.stats().implicit, 64);
+        assert_eq!(l.cur.ranges.len(), 2, "{:?}", l.cur.ranges);
+        // A mapping over pages 10..20 takes them out of the text range in one piece.
+        let mut un = Vec::new();
+        l.map(page(10), 10 * 0x1000, map_flags::READ | map_flags::WRITE, &mut un).unwrap();
+        assert_eq!(un, vec![((region::TEXT << 61) | page(10), 10 * 0x1000)]);
+        let placed = |i: u64| if (10..20).contains(&i) { region::MMAP } else { first(i) };
+        for &i in order.iter().rev() {
+            assert_eq!(
+                l.place(i % 2 == 0, page(i) + 0xff8).unwrap(),
+                (placed(i) << 61) | (page(i) + 0xff8),
+                "page {i}"
+            );
+        }
+        un.clear();
+        l.unmap(page(5), 35 * 0x1000, &mut un);
+        let pieces = [(5, 10, region::TEXT), (10, 20, region::MMAP), (20, 32, region::TEXT), (32, 40, region::DATA)];
+        let want: Vec<(u64, u64)> = pieces.iter().map(|&(a, b, r)| ((r << 61) | page(a), (b - a) * 0x1000)).collect();
+        assert_eq!(un, want);
+        // Unmapped pages are placed anew by their next first reference.
+        assert_eq!(l.place(true, page(7)).unwrap(), (region::DATA << 61) | page(7));
+        assert_eq!(l.place(false, page(4)).unwrap(), (region::TEXT << 61) | page(4));
+        assert_eq!(l.place(true, page(40)).unwrap(), (region::DATA << 61) | page(40));
     }
 
     #[test]
