@@ -248,6 +248,13 @@ fn main() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        if xlat::engine::contain::active() {
+            // One design's simulation panicked: the engine fails that design and goes on.
+            if let Some(l) = info.location() {
+                xlat::engine::contain::note(format!("{}:{}", l.file(), l.line()));
+            }
+            return;
+        }
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         let _ = writeln!(std::io::stderr(), "xlat: internal error{at}: {}", msg.replace('\n', " "));
         std::process::exit(101);

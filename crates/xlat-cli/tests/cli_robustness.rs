@@ -230,3 +230,56 @@ fn a_config_error_without_a_place_names_its_line() {
     let line = MINIMAL.lines().count() + 1;
     assert_mentions(&e, &[&format!("deep.toml: line {line}:")]);
 }
+
+/// `xlat args` under a 6 GiB address-space limit (what a design may take is bounded, so an
+/// impossible size must be refused before it allocates).
+fn run_limited(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut c = xlat(args);
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 6 << 30, rlim_max: 6 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    c.output().unwrap()
+}
+
+fn preset_text(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../configs/{name}.toml", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Sizes and costs past their bounds (docs/configuration.md, "Bounds") are one-line errors
+/// naming the key, before anything large is allocated, in a run beside a healthy design.
+#[test]
+fn sizes_and_costs_past_their_bounds_are_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = demo_xtr();
+    // The long-VHPT preset with the OS table left at 48 bits: the itanium-linux layout's
+    // regions need 64.
+    let lvhpt = preset_text("itanium2-lvhpt");
+    let (head, tail) = lvhpt.split_once("\n[page_table.os]").unwrap();
+    let narrow_os = format!("{head}\n[page_table.os]{}", tail.replacen("va_bits = 64", "", 1));
+    let cases: Vec<(String, &str)> = vec![
+        (narrow_os, "page_table.os.va_bits: layout.kind = \"itanium-linux\""),
+        (format!("{}\n[stlb]\nentries = 1073741824\n", preset_text("mips-r3000")), "stlb.entries"),
+        ("name = \"h\"\n[[tlb]]\nname = \"L1\"\nentries = 64\n[page_table]\nkind = \"hashed\"\nbuckets = 1073741824\n".into(), "page_table.buckets"),
+        ("name = \"h\"\n[[tlb]]\nname = \"L1\"\nentries = 64\n[page_table]\nkind = \"hashed\"\nbuckets = 4294967296\n".into(), "page_table.buckets"),
+        ("name = \"c\"\n[[tlb]]\nname = \"L1\"\nentries = 64\n[time]\ncpi = 1e300\n".into(), "time.cpi"),
+        (preset_text("decstation-5000-240").replace("[memory]\nlatency = ", "[memory]\nlatency = 9007199254740992 # "), "memory.latency"),
+        ("name = \"f\"\n[[tlb]]\nname = \"L1\"\nentries = 64\n[cost]\npage_fault_cycles = 100000000000000000\n".into(), "cost.page_fault_cycles"),
+    ];
+    for (i, (text, key)) in cases.iter().enumerate() {
+        let f = write(dir.path(), &format!("c{i}.toml"), text);
+        let start = std::time::Instant::now();
+        let out = run_limited(&["run", "--config", s(&f), "--preset", "x86-64", "--trace", s(&demo)]);
+        let err = expect_error(&out, key);
+        assert!(err.contains(&format!("{}: {key}", f.display())), "{key}: {err}");
+        // Refused at validation: nothing near the time of a run with the big table.
+        assert!(start.elapsed().as_secs() < 20, "{key}: {:?}", start.elapsed());
+    }
+}

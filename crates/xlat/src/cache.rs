@@ -158,7 +158,7 @@ impl Default for MemoryConfig {
 }
 
 /// Most lines one level may have (2^24).
-pub const MAX_LINES: u64 = 1 << 24;
+pub const MAX_LINES: u64 = crate::limits::MAX_CACHE_LINES;
 
 /// Checks the `[[cache]]` levels; errors name the key (`cache[i].size`, ...).
 pub fn validate(levels: &[CacheLevelConfig], page_size: u64) -> Result<(), ParamError> {

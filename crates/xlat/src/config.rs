@@ -285,11 +285,8 @@ fn did_you_mean(name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Most entries one TLB structure may have (2^24).
-pub const MAX_TLB_ENTRIES: u32 = 1 << 24;
-
-/// Most physical frames a machine may have (2^32: 16 TiB of 4 KB frames).
-pub const MAX_FRAMES: u64 = 1 << 32;
+use crate::limits;
+pub use crate::limits::{MAX_FRAMES, MAX_TLB_ENTRIES};
 
 /// Built-in presets: (name, TOML source). Each file in `configs/` documents its source.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -357,6 +354,18 @@ impl Config {
         if self.tlb.is_empty() {
             return Err(ParamError::new("tlb", "at least one [[tlb]] is needed"));
         }
+        if self.tlb.len() > limits::MAX_TLBS {
+            return Err(ParamError::new(
+                "tlb",
+                format!("at most {} [[tlb]] structures, got {}", limits::MAX_TLBS, self.tlb.len()),
+            ));
+        }
+        if self.cache.len() > limits::MAX_CACHES {
+            return Err(ParamError::new(
+                "cache",
+                format!("at most {} [[cache]] levels, got {}", limits::MAX_CACHES, self.cache.len()),
+            ));
+        }
         for (i, t) in self.tlb.iter().enumerate() {
             let key = |k: &str| format!("tlb[{i}].{k}");
             if t.entries == 0 || t.entries > MAX_TLB_ENTRIES {
@@ -412,6 +421,7 @@ impl Config {
                 return Err(ParamError::new(key("name"), format!("'{}' is used by another [[tlb]]", t.name)));
             }
         }
+        self.check_bounds()?;
         // Every reference kind needs a path, and one structure per level and kind.
         for (kind, wants) in [("instruction fetches", Serves::Instruction), ("data references", Serves::Data)] {
             let levels: Vec<u32> =
@@ -468,16 +478,19 @@ impl Config {
             ));
         }
         if let Some(t) = &self.time {
-            if !(t.cpi.is_finite() && t.cpi >= 0.0) {
-                return Err(ParamError::new("time.cpi", format!("must be a finite number >= 0, got {}", t.cpi)));
+            if !(t.cpi.is_finite() && (0.0..=limits::MAX_CPI).contains(&t.cpi)) {
+                return Err(ParamError::new(
+                    "time.cpi",
+                    format!("must be a number from 0 to {}, got {:?}", limits::MAX_CPI, t.cpi),
+                ));
             }
         }
         let pt = &self.page_table;
         let vhpt = matches!(pt.kind, crate::pt::Kind::VhptShort | crate::pt::Kind::VhptLong);
-        if pt.vhpt_entries != 0 && (!pt.vhpt_entries.is_power_of_two() || pt.vhpt_entries > 1 << 28) {
+        if pt.vhpt_entries != 0 && (!pt.vhpt_entries.is_power_of_two() || pt.vhpt_entries > limits::MAX_VHPT_ENTRIES) {
             return Err(ParamError::new(
                 "page_table.vhpt_entries",
-                format!("must be 0 (4 x page frames) or a power of two up to 2^28, got {}", pt.vhpt_entries),
+                format!("must be 0 (4 x page frames) or a power of two up to 2^26, got {}", pt.vhpt_entries),
             ));
         }
         if !vhpt && (pt.walker != crate::pt::Walker::Hardware || pt.vhpt_entries != 0 || pt.os.is_some()) {
@@ -498,14 +511,24 @@ impl Config {
         }
         if pt.kind == crate::pt::Kind::VhptLong
             && pt.vhpt_entries == 0
-            && self.os.memory_bytes / self.page_size > 1 << 26
+            && (self.os.memory_bytes / self.page_size).next_power_of_two() * 4 > limits::MAX_VHPT_ENTRIES
         {
             return Err(ParamError::new(
                 "page_table.vhpt_entries",
-                "4 x the page frames of os.memory_bytes is more than 2^28 entries; give a size",
+                "4 x the page frames of os.memory_bytes is more than 2^26 entries; give a size",
             ));
         }
         self.layout.validate()?;
+        self.check_mach3_machine()?;
+        if self.layout.kind == crate::os::layout::LayoutKind::ItaniumLinux {
+            let (bits, key) = pt.translated_va_bits();
+            if bits < 64 {
+                return Err(ParamError::new(
+                    key,
+                    format!("layout.kind = \"itanium-linux\" puts mappings in regions 1 to 4 (addresses from 2^61 up), which needs 64 bits, got {bits}"),
+                ));
+            }
+        }
         if let Some(i) = &self.itanium {
             i.validate()?;
             if i.protection_keys && i.shared_region && pt.kind == crate::pt::Kind::VhptShort {
@@ -530,6 +553,143 @@ impl Config {
                 format!(
                     "{} bytes do not fit the {}-bit virtual address space of the page table (page_table.va_bits)",
                     self.layout.size, self.page_table.va_bits
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Under `os.personality = "mach3"`: the machine Mach 3.0 ran on (bala94's R3000).
+    fn check_mach3_machine(&self) -> Result<(), ParamError> {
+        use crate::os::layout::LayoutKind;
+        if self.os.personality != crate::os::mach3::Personality::Mach3 {
+            return Ok(());
+        }
+        let bad =
+            |why: &str| Err(ParamError::new("os.personality", format!("mach3 models Mach 3.0 on the R3000: {why}")));
+        if self.page_size != 4096 {
+            return bad("it needs page_size = 4096");
+        }
+        if self.tlb.len() != 1 || self.tlb[0].serves != Serves::Unified {
+            return bad("it needs one unified [[tlb]] (the R3000's, with `reserved` entries for L2 PTEs)");
+        }
+        let kuseg = match self.layout.kind {
+            LayoutKind::Compact32 => self.layout.size <= crate::os::mach3::KUSEG_TOP,
+            // Traces with 32-bit user addresses already (an address at or above 2 GB stops the
+            // design when it is referenced).
+            LayoutKind::Identity => true,
+            LayoutKind::ItaniumLinux => false,
+        };
+        if !kuseg {
+            return bad("it needs a 32-bit user space: [layout] kind = \"compact32\" with size <= 2 GB (kuseg), or \"identity\" for traces of 32-bit addresses");
+        }
+        if self.itanium.is_some() || self.page_table.kind != crate::pt::Kind::Linear {
+            return bad("it needs page_table.kind = \"linear\" and no [itanium]");
+        }
+        Ok(())
+    }
+
+    /// The bounds of docs/configuration.md that no single part's own check covers: every cycle
+    /// cost and latency, and the entries of all TLB structures and lines of all caches together.
+    fn check_bounds(&self) -> Result<(), ParamError> {
+        for (i, t) in self.tlb.iter().enumerate() {
+            limits::cycles(format!("tlb[{i}].latency"), t.latency)?;
+        }
+        for (i, c) in self.cache.iter().enumerate() {
+            limits::cycles(format!("cache[{i}].latency"), c.latency)?;
+        }
+        let c = &self.cost;
+        limits::all_cycles([
+            ("cost.trap_cycles", c.trap_cycles),
+            ("cost.walker_cycles", c.walker_cycles),
+            ("cost.memory_cycles", c.memory_cycles),
+            ("cost.page_fault_cycles", c.page_fault_cycles),
+        ])?;
+        if let Some(pc) = &c.cache {
+            limits::all_cycles([("cost.cache.hit_cycles", pc.hit_cycles), ("cost.cache.miss_cycles", pc.miss_cycles)])?;
+        }
+        if let Some(m) = &self.memory {
+            limits::cycles("memory.latency", m.latency)?;
+        }
+        if let Some(s) = &self.stlb {
+            limits::all_cycles([("stlb.hit_cycles", s.hit_cycles), ("stlb.miss_cycles", s.miss_cycles)])?;
+        }
+        if let Some(p) = &self.ptlb {
+            limits::all_cycles([
+                ("ptlb.prefetch_cycles", p.prefetch_cycles),
+                ("ptlb.present_cycles", p.present_cycles),
+            ])?;
+        }
+        if let Some(m) = &self.mtlb {
+            limits::cycles("mtlb.mmc_cycles", m.mmc_cycles)?;
+        }
+        if let Some(i) = &self.itanium {
+            limits::all_cycles([
+                ("itanium.key_fault_cycles", i.key_fault_cycles),
+                ("itanium.pkr_reload_cycles", i.pkr_reload_cycles),
+                ("itanium.purge_cycles", i.purge_cycles),
+            ])?;
+        }
+        self.mach3.check_bounds()?;
+        let s = &self.shadow;
+        limits::all_cycles([
+            ("shadow.flush_line_cycles", s.flush_line_cycles),
+            ("shadow.writeback_cycles", s.writeback_cycles),
+            ("shadow.page_cycles", s.page_cycles),
+            ("shadow.copy_page_cycles", s.copy_page_cycles),
+        ])?;
+        // The shadow range's regions are kept one by one (a free set per size): count them, and
+        // their bytes, before anything is built.
+        let regions = s.partition.iter().fold(0u64, |n, &(_, count)| n.saturating_add(count));
+        let bytes = s.partition.iter().try_fold(0u64, |b, &(size, count)| b.checked_add(size.checked_mul(count)?));
+        if regions > limits::MAX_SHADOW_REGIONS || bytes.map_or(true, |b| b > 1 << 52) {
+            return Err(ParamError::new(
+                "shadow.partition",
+                format!(
+                    "at most 2^20 = {} regions of at most 2^52 bytes in all, got {regions} regions",
+                    limits::MAX_SHADOW_REGIONS
+                ),
+            ));
+        }
+        // Sizes of the optional structures, then the design's totals.
+        let optional = [
+            ("stlb.entries", self.stlb.as_ref().map(|s| s.entries)),
+            ("ptlb.entries", self.ptlb.as_ref().map(|p| p.entries)),
+            ("mtlb.entries", self.mtlb.as_ref().map(|m| m.entries)),
+        ];
+        for (key, entries) in optional {
+            if let Some(n) = entries.filter(|&n| n == 0 || n > MAX_TLB_ENTRIES) {
+                return Err(ParamError::new(key, format!("must be from 1 to 2^24 = {MAX_TLB_ENTRIES}, got {n}")));
+            }
+        }
+        if let Some(s) = &self.stlb {
+            if s.ways == 0 || s.entries % s.ways != 0 {
+                return Err(ParamError::new(
+                    "stlb.ways",
+                    format!("must be at least 1 and divide stlb.entries = {}, got {}", s.entries, s.ways),
+                ));
+            }
+        }
+        let entries: u64 = self.tlb.iter().map(|t| t.entries as u64).sum::<u64>()
+            + optional.iter().filter_map(|(_, n)| n.map(u64::from)).sum::<u64>();
+        if entries > limits::MAX_TOTAL_TLB_ENTRIES {
+            return Err(ParamError::new(
+                "tlb",
+                format!(
+                    "the design's TLB structures ([[tlb]], [stlb], [ptlb], [mtlb]) hold {entries} entries in all; at most 2^25 = {}",
+                    limits::MAX_TOTAL_TLB_ENTRIES
+                ),
+            ));
+        }
+        let lines: u64 = self.cache.iter().map(|c| c.size / c.line.max(1)).fold(0, u64::saturating_add);
+        if lines > limits::MAX_TOTAL_CACHE_LINES {
+            return Err(ParamError::new(
+                "cache",
+                format!(
+                    "the design's [[cache]] levels hold {lines} lines in all; at most 2^25 = {}",
+                    limits::MAX_TOTAL_CACHE_LINES
                 ),
             ));
         }
@@ -650,6 +810,109 @@ kind = "radix"     # radix | linear | hashed | clustered
             let e = Config::from_toml(&MINIMAL.replace(from, to), "m.toml").unwrap_err().to_string();
             assert!(e.starts_with(&format!("m.toml: {key}:")), "{e}");
         }
+    }
+
+    /// Every cost and latency key takes 2^32 cycles and refuses one more, naming itself.
+    #[test]
+    fn every_cost_is_bounded() {
+        let sections: &[(&str, &[&str])] = &[
+            ("cost", &["trap_cycles", "walker_cycles", "memory_cycles", "page_fault_cycles"]),
+            ("stlb", &["hit_cycles", "miss_cycles"]),
+            ("itanium", &["key_fault_cycles", "pkr_reload_cycles", "purge_cycles"]),
+            ("memory", &["latency"]),
+            (
+                "mach3",
+                &[
+                    "l1u_cycles",
+                    "l1k_cycles",
+                    "l2_cycles",
+                    "l3_cycles",
+                    "invalid_cycles",
+                    "stlb_hit_cycles",
+                    "stlb_l2_user_hit_cycles",
+                    "stlb_l2_kernel_hit_cycles",
+                    "stlb_miss_cycles",
+                    "miss_cycles",
+                ],
+            ),
+            ("shadow", &["flush_line_cycles", "writeback_cycles", "page_cycles", "copy_page_cycles"]),
+        ];
+        let max = crate::limits::MAX_CYCLES;
+        for (section, keys) in sections {
+            for key in *keys {
+                let with = |v: u64| Config::from_toml(&format!("{MINIMAL}[{section}]\n{key} = {v}\n"), "m.toml");
+                with(max).unwrap_or_else(|e| panic!("{section}.{key} = 2^32: {e}"));
+                let e = with(max + 1).unwrap_err().to_string();
+                assert!(e.starts_with(&format!("m.toml: {section}.{key}: must be at most 2^32")), "{e}");
+            }
+        }
+        let with = |v: u64| Config::from_toml(&format!("{MINIMAL}[mach3]\ntrap_l2 = [1, {v}]\n"), "m.toml");
+        with(max).unwrap();
+        assert!(with(max + 1).unwrap_err().to_string().starts_with("m.toml: mach3.trap_l2: must be at most 2^32"));
+        let tlb = MINIMAL.replace("policy = \"lru\" ", &format!("latency = {}\npolicy = \"lru\" ", max + 1));
+        let e = Config::from_toml(&tlb, "m.toml").unwrap_err().to_string();
+        assert!(e.starts_with("m.toml: tlb[0].latency: must be at most 2^32"), "{e}");
+        let e = Config::from_toml(&format!("{MINIMAL}[time]\ncpi = 1e300\n"), "m.toml").unwrap_err().to_string();
+        assert_eq!(e, "m.toml: time.cpi: must be a number from 0 to 1000, got 1e300");
+        Config::from_toml(&format!("{MINIMAL}[time]\ncpi = 1000.0\n"), "m.toml").unwrap();
+    }
+
+    /// Sizes: each structure, and the design's totals, at their bounds and one past them.
+    #[test]
+    fn every_size_is_bounded() {
+        let refused = |text: String, key: &str| {
+            let e = Config::from_toml(&text, "m.toml").unwrap_err().to_string();
+            assert!(e.starts_with(&format!("m.toml: {key}: ")), "{key}: {e}");
+            assert!(!e.contains('\n'));
+        };
+        let accepted = |text: String| Config::from_toml(&text, "m.toml").unwrap_or_else(|e| panic!("{e}"));
+        accepted(format!("{MINIMAL}[stlb]\nentries = 16777216\n"));
+        refused(format!("{MINIMAL}[stlb]\nentries = 1073741824\n"), "stlb.entries");
+        refused(format!("{MINIMAL}[stlb]\nentries = 64\nways = 3\n"), "stlb.ways");
+        refused(format!("{MINIMAL}[mtlb]\nentries = 16777217\n"), "mtlb.entries");
+        refused(format!("{MINIMAL}[ptlb]\nentries = 0\n"), "ptlb.entries");
+        let hashed = |b: u64| MINIMAL.replace("kind = \"radix\" ", &format!("kind = \"hashed\"\nbuckets = {b}\n"));
+        accepted(hashed(1 << 24));
+        refused(hashed((1 << 24) + 1), "page_table.buckets");
+        refused(hashed(1 << 32), "page_table.buckets");
+        let pwc = |n: u32| MINIMAL.replace("kind = \"radix\" ", &format!("kind = \"radix\"\npwc = [4, {n}]\n"));
+        accepted(pwc(1 << 16));
+        refused(pwc((1 << 16) + 1), "page_table.pwc");
+        let vhpt = |n: u64, mem: u64| {
+            format!("name = \"v\"\n[[tlb]]\nname = \"L1\"\nentries = 32\n[page_table]\nkind = \"vhpt-long\"\nvhpt_entries = {n}\n[os]\nmemory_bytes = {mem}\n")
+        };
+        accepted(vhpt(1 << 26, 1 << 30));
+        refused(vhpt(1 << 27, 1 << 30), "page_table.vhpt_entries");
+        // 0: four entries per frame, 2^24 frames -> 2^26 entries; one more frame doubles it.
+        accepted(vhpt(0, 1 << 36));
+        refused(vhpt(0, (1 << 36) + 4096), "page_table.vhpt_entries");
+        let tlbs = |n: usize, entries: u32| {
+            let mut t = String::from("name = \"t\"\n");
+            for i in 0..n {
+                t += &format!("[[tlb]]\nname = \"T{i}\"\nentries = {entries}\nways = 4\nlevel = {}\n", i + 1);
+            }
+            t
+        };
+        accepted(tlbs(16, 64));
+        refused(tlbs(17, 64), "tlb");
+        accepted(tlbs(2, 1 << 24));
+        refused(tlbs(3, 1 << 24), "tlb");
+        let caches = |n: usize, size: u64| {
+            let mut t = MINIMAL.to_string();
+            for i in 0..n {
+                t += &format!("[[cache]]\nname = \"C{i}\"\nsize = {size}\nline = 64\nways = 8\nlevel = {}\n", i + 1);
+            }
+            t
+        };
+        accepted(caches(8, 32768));
+        refused(caches(17, 32768), "cache");
+        accepted(caches(2, 1 << 30));
+        refused(caches(3, 1 << 30), "cache");
+        let partition = |p: &str| format!("{MINIMAL}[shadow]\npartition = {p}\n");
+        accepted(partition("[[16384, 1048576]]"));
+        refused(partition("[[16384, 1048577]]"), "shadow.partition");
+        refused(partition("[[16384, 1099511627776]]"), "shadow.partition");
+        refused(partition("[[4611686018427387904, 8]]"), "shadow.partition");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::addr::{Asid, PageSize, Vpn};
 use crate::cache::{Hierarchy, Route};
 use crate::config::{AsidMode, Config, Serves, TlbFormat};
 use crate::cost::{PtCache, Refill};
+use crate::limits::{sum, times};
 use crate::os::keys::{KeyStats, Keys};
 use crate::os::layout::{Layout, LayoutFull};
 use crate::os::regions::Regions;
@@ -22,6 +23,7 @@ use crate::tlb::{frame_of, Format, Geometry, Tlb, TlbData};
 use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
 use feed::Batch;
 
+pub mod contain;
 pub(crate) mod feed;
 mod jobs;
 mod mach3;
@@ -202,7 +204,7 @@ pub enum DesignError {
         error: LayoutFull,
     },
     /// An address beyond the virtual address space the page table translates.
-    #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table (page_table.va_bits)")]
+    #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table ({key})")]
     AddressRange {
         /// Which system.
         config: String,
@@ -210,6 +212,9 @@ pub enum DesignError {
         addr: u64,
         /// The configured width.
         va_bits: u32,
+        /// The key that sets it (`page_table.va_bits`, or `page_table.os.va_bits` where the OS
+        /// table behind a VHPT is the narrower).
+        key: &'static str,
     },
     /// A system ran out of physical memory.
     #[error("config '{config}': {error}")]
@@ -218,6 +223,18 @@ pub enum DesignError {
         config: String,
         /// Details.
         error: OutOfMemory,
+    },
+    /// A bug in xlat: the design's simulation panicked somewhere in records `first..=last`.
+    #[error("config '{config}': internal error (a bug in xlat) in records {first} to {last}: {message}")]
+    Internal {
+        /// Which system.
+        config: String,
+        /// The panic's message and place.
+        message: String,
+        /// 1-based numbers of the first and last record of the batch it panicked in.
+        first: u64,
+        /// See `first`.
+        last: u64,
     },
 }
 
@@ -408,28 +425,7 @@ impl System {
                 None
             }
             crate::os::mach3::Personality::Mach3 => {
-                let bad = |why: &str| {
-                    Err(ParamError::new("os.personality", format!("mach3 models Mach 3.0 on the R3000: {why}")))
-                };
-                if config.page_size != 4096 {
-                    return bad("it needs page_size = 4096");
-                }
-                if config.tlb.len() != 1 || config.tlb[0].serves != Serves::Unified {
-                    return bad("it needs one unified [[tlb]] (the R3000's, with `reserved` entries for L2 PTEs)");
-                }
-                let kuseg = match config.layout.kind {
-                    crate::os::layout::LayoutKind::Compact32 => config.layout.size <= crate::os::mach3::KUSEG_TOP,
-                    // Traces with 32-bit user addresses already (an address at or above 2 GB
-                    // stops the design when it is referenced).
-                    crate::os::layout::LayoutKind::Identity => true,
-                    _ => false,
-                };
-                if !kuseg {
-                    return bad("it needs a 32-bit user space: [layout] kind = \"compact32\" with size <= 2 GB (kuseg), or \"identity\" for traces of 32-bit addresses");
-                }
-                if config.itanium.is_some() || config.page_table.kind != PtKind::Linear {
-                    return bad("it needs page_table.kind = \"linear\" and no [itanium]");
-                }
+                // The machine's shape was checked with the config (Config::validate).
                 if config.mach3.cost_model == crate::os::mach3::CostModel::Cache
                     && !caches.as_ref().is_some_and(|h| h.has_path(Route::Instruction) && h.has_path(Route::Walk))
                 {
@@ -479,10 +475,13 @@ impl System {
             fa_near: true,
             fa_since_near: 0,
             fa_fixed: None,
-            vpn_limit: if config.page_table.va_bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << config.page_table.va_bits) >> page_size.shift()
+            vpn_limit: {
+                let (va_bits, _) = config.page_table.translated_va_bits();
+                if va_bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << va_bits) >> page_size.shift()
+                }
             },
             pt,
             os,
@@ -591,7 +590,7 @@ impl System {
         if matches!(kind, Kind::Store | Kind::Modify) {
             cycles += h.access(route, true, pa, pa, 0);
         }
-        self.walk_cycles += cycles;
+        self.walk_cycles = self.walk_cycles.saturating_add(cycles);
         cycles
     }
 
@@ -639,22 +638,21 @@ impl System {
         w.pwc_hits = self.rec.pwc_hits;
         let cost = &self.config.cost;
         let c = &mut s.cycles;
-        c.tlb = self.structures.iter().zip(&s.tlb).map(|(st, t)| st.latency * t.accesses).sum();
+        c.tlb = sum(self.structures.iter().zip(&s.tlb).map(|(st, t)| times(t.accesses, st.latency)));
         c.walk_memory = match &self.cache {
             // Mach's handler costs (bala94 Table 1) include their PTE loads.
             _ if self.mach.is_some() => 0,
-            Some(cache) => w.cache_hits * cache.hit_cycles + w.cache_misses * cache.miss_cycles,
-            None => w.memory_refs * cost.memory_cycles,
+            Some(cache) => sum([times(w.cache_hits, cache.hit_cycles), times(w.cache_misses, cache.miss_cycles)]),
+            None => times(w.memory_refs, cost.memory_cycles),
         };
         if let Some(m) = &self.mach {
             w.nested_misses = m.stats.nested;
-            w.by_depth = m.stats.by_depth;
         }
         c.refill_overhead = match (self.config.page_table.kind, self.refill) {
             // Mach: each miss type's handler (bala94 Tables 1 and 5), and the PTLB's probes.
             _ if self.mach.is_some() => {
                 let m = &self.mach.as_ref().expect("mach3").stats;
-                m.miss_cycles + m.ptlb_cycles
+                sum([m.miss_cycles, m.ptlb_cycles])
             }
             // VHPT designs: the walker (if enabled) runs on every miss; what it cannot find
             // (a long-VHPT miss, a short-VHPT translation fault) traps to software.
@@ -663,17 +661,18 @@ impl System {
                     Some(v) => v.stats().misses,
                     None => self.vhpt_faults,
                 };
-                w.count * cost.walker_cycles + traps * cost.trap_cycles
+                sum([times(w.count, cost.walker_cycles), times(traps, cost.trap_cycles)])
             }
-            (PtKind::VhptShort | PtKind::VhptLong, _) => (w.count + w.nested_misses) * cost.trap_cycles,
-            (_, Refill::Hardware) => w.count * cost.walker_cycles,
-            (_, Refill::Software) => (w.count + w.nested_misses) * cost.trap_cycles,
-        } + self.itanium_cycles()
-            + self.config.stlb.as_ref().filter(|_| self.mach.is_none()).map_or(0, |c| {
-                let [lookups, hits] = self.stlb_counts;
-                hits * c.hit_cycles + (lookups - hits) * c.miss_cycles
-            });
-        c.page_fault = s.page_faults * cost.page_fault_cycles;
+            (PtKind::VhptShort | PtKind::VhptLong, _) => times(w.count + w.nested_misses, cost.trap_cycles),
+            (_, Refill::Hardware) => times(w.count, cost.walker_cycles),
+            (_, Refill::Software) => times(w.count + w.nested_misses, cost.trap_cycles),
+        };
+        let stlb = self.config.stlb.as_ref().filter(|_| self.mach.is_none()).map_or(0, |c| {
+            let [lookups, hits] = self.stlb_counts;
+            sum([times(hits, c.hit_cycles), times(lookups - hits, c.miss_cycles)])
+        });
+        c.refill_overhead = sum([c.refill_overhead, self.itanium_cycles(), stlb]);
+        c.page_fault = times(s.page_faults, cost.page_fault_cycles);
         s.os = self.os.stats();
         if let Some(h) = &self.caches {
             s.caches = h.stats();
@@ -687,20 +686,20 @@ impl System {
                 .zip(&s.tlb)
                 .enumerate()
                 .filter(|(i, (st, _))| st.level > 1 && !firsts.contains(i))
-                .map(|(_, (st, t))| st.latency * t.accesses)
-                .sum();
+                .map(|(_, (st, t))| times(t.accesses, st.latency))
+                .fold(0, u64::saturating_add);
             let cpi = self.config.time.as_ref().map_or(1.0, |t| t.cpi);
             let mut t = crate::stats::TimeStats {
                 instructions: self.instructions,
                 base: (self.instructions as f64 * cpi).round() as u64,
                 icache: self.stall[0],
                 dcache: self.stall[1],
-                translation: beyond_l1 + c.walk_memory + c.refill_overhead,
+                translation: sum([beyond_l1, c.walk_memory, c.refill_overhead]),
                 faults: c.page_fault,
                 remap: self.os.shadow_stats().map_or(0, |s| s.cycles()),
                 cycles: 0,
             };
-            t.cycles = t.base + t.icache + t.dcache + t.translation + t.faults + t.remap;
+            t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap]);
             s.time = Some(t);
         }
         s
@@ -856,7 +855,7 @@ impl System {
         if matches!(kind, Kind::Store | Kind::Modify) {
             stall += h.access(route, true, va, pa, asid).saturating_sub(l1);
         }
-        self.stall[k] += stall;
+        self.stall[k] = self.stall[k].saturating_add(stall);
     }
 
     /// The per-lookup path; returns the frame of `vpn`. Level-1 accesses are not counted here
@@ -1056,7 +1055,7 @@ impl System {
         };
         let purges = self.regions.as_ref().map_or(0, |r| r.stats().purges);
         let k = self.key_stats().unwrap_or_default();
-        purges * i.purge_cycles + k.misses * i.key_fault_cycles + k.reloads * i.pkr_reload_cycles
+        sum([times(purges, i.purge_cycles), times(k.misses, i.key_fault_cycles), times(k.reloads, i.pkr_reload_cycles)])
     }
 
     /// The protection-key counters, for designs with keys.
@@ -1210,11 +1209,11 @@ impl System {
             // The walk's references read page-table entries through the data caches.
             let rec = &self.rec;
             for a in &rec.addrs[..rec.n_addrs as usize] {
-                self.walk_cycles += h.access(Route::Walk, false, a.0, a.0, 0);
+                self.walk_cycles = self.walk_cycles.saturating_add(h.access(Route::Walk, false, a.0, a.0, 0));
             }
             // References beyond the recorded ones (very deep walks) read memory.
             for _ in 0..(rec.mem_refs - refs_before) - rec.n_addrs {
-                self.walk_cycles += h.memory(false, 0);
+                self.walk_cycles = self.walk_cycles.saturating_add(h.memory(false, 0));
             }
         } else if let Some(cache) = &mut self.cache {
             let rec = &self.rec;
@@ -1293,11 +1292,8 @@ impl System {
     /// The error of a reference to `vpn`, at or above the page table's virtual address space.
     #[cold]
     fn range_error(&self, vpn: Vpn) -> DesignError {
-        DesignError::AddressRange {
-            config: self.config.name.clone(),
-            addr: vpn.base(self.page_size).0,
-            va_bits: self.config.page_table.va_bits,
-        }
+        let (va_bits, key) = self.config.page_table.translated_va_bits();
+        DesignError::AddressRange { config: self.config.name.clone(), addr: vpn.base(self.page_size).0, va_bits, key }
     }
 
     fn switch_to(&mut self, asid: u32) -> Result<(), DesignError> {
@@ -1751,11 +1747,19 @@ fn lookup_counts(systems: &[System]) -> TraceCounts {
 fn process_share<'a>(systems: impl IntoIterator<Item = &'a mut System>, batch: &Batch, shift: u32) {
     let (words, before) = (batch.words(), &batch.before);
     for s in systems.into_iter().filter(|s| s.failure.is_none()) {
-        let r = if s.reads_words(shift) {
-            s.process_plain_words(batch.slow_records(), words)
-        } else {
-            s.process_until(batch.records())
-        };
+        let r = contain::run(|| {
+            if s.reads_words(shift) {
+                s.process_plain_words(batch.slow_records(), words)
+            } else {
+                s.process_until(batch.records())
+            }
+        });
+        let r = r.unwrap_or_else(|message| {
+            // A panic: the design's state is not to be trusted, nor is where in the batch.
+            let first = before.references + before.events + 1;
+            let last = first + batch.records().len().saturating_sub(1) as u64;
+            Err((0, DesignError::Internal { config: s.config.name.clone(), message, first, last }))
+        });
         if let Err((i, error)) = r {
             let refs_before = batch.accesses_before(i);
             s.failure = Some(DesignFailure {

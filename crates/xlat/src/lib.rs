@@ -55,6 +55,7 @@ pub mod config;
 pub mod cost;
 pub mod curve;
 pub mod engine;
+pub mod limits;
 pub mod model;
 pub mod mtlb;
 pub mod os;

@@ -194,7 +194,7 @@ pub fn design_json(s: &System) -> Value {
             "ipc": m.ipc,
             "syscalls": m.syscalls,
             "tlb_lookups": m.tlb_lookups,
-            "kernel_misses": m.l1k + m.l2 + m.l3,
+            "kernel_misses": m.kernel_misses(),
             "miss_cycles": m.miss_cycles,
             "user_miss_cycles": m.user_cycles,
         });

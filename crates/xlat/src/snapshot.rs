@@ -109,7 +109,7 @@ pub enum SnapshotError {
         error: ParamError,
     },
     /// A resident page beyond the design's virtual address space.
-    #[error("config '{config}': process {pid} has a resident page at {addr:#x}, outside the {va_bits}-bit virtual address space of its page table (page_table.va_bits)")]
+    #[error("config '{config}': process {pid} has a resident page at {addr:#x}, outside the {va_bits}-bit virtual address space of its page table ({key})")]
     AddressRange {
         /// Which design.
         config: String,
@@ -119,6 +119,8 @@ pub enum SnapshotError {
         addr: u64,
         /// The configured width.
         va_bits: u32,
+        /// The key that sets it.
+        key: &'static str,
     },
     /// The design's physical memory cannot hold the snapshot's pages.
     #[error("config '{config}': {error}")]
@@ -786,7 +788,7 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
         })?
         .shift();
     let shift = page_size.shift();
-    let va_bits = config.page_table.va_bits;
+    let (va_bits, key) = config.page_table.translated_va_bits();
     let mut per_process = Vec::with_capacity(snap.processes.len());
     let mut rec = WalkRecord::default();
     let (mut walks, mut walk_refs, mut walk_lines) = (0u64, 0u64, 0u64);
@@ -796,7 +798,13 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
         if let Some(&last) = p.resident.last() {
             if ((last as u128 + 1) << snap_shift) > limit {
                 let addr = u64::try_from((last as u128) << snap_shift).unwrap_or(u64::MAX);
-                return Err(SnapshotError::AddressRange { config: config.name.clone(), pid: p.pid, addr, va_bits });
+                return Err(SnapshotError::AddressRange {
+                    config: config.name.clone(),
+                    pid: p.pid,
+                    addr,
+                    va_bits,
+                    key,
+                });
             }
         }
     }

@@ -67,7 +67,7 @@ pub struct Cycles {
 impl Cycles {
     /// Sum of all causes.
     pub fn total(&self) -> u64 {
-        self.tlb + self.walk_memory + self.refill_overhead + self.page_fault
+        crate::limits::sum([self.tlb, self.walk_memory, self.refill_overhead, self.page_fault])
     }
 }
 

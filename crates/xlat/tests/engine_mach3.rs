@@ -431,3 +431,35 @@ proptest! {
         }
     }
 }
+
+/// `walks.by_depth` files every walk once, by the nested misses of its cascade: it sums to
+/// `walks.count` for every preset (under mach3 it once copied `misses_by_depth`, which counts
+/// misses, L2 misses and all), and under mach3 a walk with nested misses needs a kernel miss.
+#[test]
+fn walks_by_depth_sums_to_walks_for_every_preset() {
+    use xlat::trace::gen::{GenSpec, Generator, Pattern};
+    let spec = GenSpec {
+        pattern: Pattern::Zipf,
+        refs: 200_000,
+        footprint: 64 << 20,
+        store_fraction: 0.25,
+        seed: 7,
+        ..GenSpec::default()
+    };
+    let mut systems: Vec<System> =
+        xlat::config::PRESETS.iter().map(|(n, _)| System::new(&Config::preset(n).unwrap()).unwrap()).collect();
+    let mut reader = Generator::new(spec).unwrap();
+    xlat::engine::run(&mut reader, &mut systems, xlat::engine::RunOptions::default(), |_| {}).unwrap();
+    for s in &systems {
+        let name = &s.config().name;
+        assert!(s.failure().is_none(), "{name}: {:?}", s.failure());
+        let st = s.stats();
+        assert!(st.walks.count > 0, "{name}");
+        assert_eq!(st.walks.by_depth.iter().sum::<u64>(), st.walks.count, "{name}: {:?}", st.walks.by_depth);
+        if let Some(m) = s.mach_stats() {
+            let nested: u64 = st.walks.by_depth[1..].iter().sum();
+            assert!(nested > 0 && nested <= m.kernel_misses(), "{name}: {nested} walks with nested misses");
+            assert_ne!(st.walks.by_depth, m.by_depth, "{name}: walks, not misses");
+        }
+    }
+}

@@ -32,6 +32,7 @@ impl System {
                 config: self.config.name.clone(),
                 addr: vpn.0 << PAGE_SHIFT,
                 va_bits: 31,
+                key: "kuseg, the R3000's 2 GB user space",
             });
         }
         let slot = self.mach_slot(asid.0)?;
@@ -47,20 +48,22 @@ impl System {
         self.stats.walks.count += 1;
         let mut user = c + self.handler_fetch(false, i);
         let pte_va = Mach3::upt_va(slot, vpn.0);
+        let before = self.mach().stats.kernel_misses();
         self.mach_kernel_tr(pte_va >> PAGE_SHIFT, 1, false);
+        self.count_mach_walk(before);
         let pa = self.mach().kpa(pte_va);
         user += self.handler_load(pa);
         let m = self.mach();
-        m.stats.miss_cycles += user;
-        m.stats.user_cycles += user;
+        m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(user);
+        m.stats.user_cycles = m.stats.user_cycles.saturating_add(user);
         let pte = match self.pt.get(asid, vpn) {
             Some(pte) => pte,
             None => {
                 let m = self.mach();
                 m.stats.invalid += 1;
                 let c = m.generic_cycles(MissType::Invalid);
-                m.stats.miss_cycles += c;
-                m.stats.user_cycles += c;
+                m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(c);
+                m.stats.user_cycles = m.stats.user_cycles.saturating_add(c);
                 self.stats.page_faults += 1;
                 self.fault(asid, vpn)?;
                 self.pt.get(asid, vpn).expect("the fault mapped it")
@@ -102,8 +105,11 @@ impl System {
         let m = self.mach();
         m.count(t, depth);
         m.stats.nested += nested as u64;
-        // Every handler that refills the level-1 structure is a walk (misses there == walks).
-        if s == self.dpath.levels[0] as usize {
+        // Every handler that refills the level-1 structure is a walk (misses there == walks),
+        // counted by depth with the kernel misses its own handler takes.
+        let walk = s == self.dpath.levels[0] as usize;
+        let before = self.mach().stats.kernel_misses();
+        if walk {
             self.stats.walks.count += 1;
         }
         if let Some(stlb) = self.stlb.as_deref_mut() {
@@ -120,16 +126,21 @@ impl System {
                 (m.stlb_miss_cycles(), m.cfg.trap_stlb_fail[0])
             };
             let c = c + self.handler_fetch(true, i) + self.stlb_probe(probe);
-            self.mach().stats.miss_cycles += c;
+            let ms = &mut self.mach().stats;
+            ms.miss_cycles = ms.miss_cycles.saturating_add(c);
             if hit {
                 self.mach_insert(s, kvpn);
+                if walk {
+                    self.count_mach_walk(before);
+                }
                 return;
             }
         }
         let m = self.mach();
         let (c, i) = (m.generic_cycles(t), m.generic_path(t).map_or(0, |p| p[0]));
         let c = c + self.handler_fetch(true, i);
-        self.mach().stats.miss_cycles += c;
+        let ms = &mut self.mach().stats;
+        ms.miss_cycles = ms.miss_cycles.saturating_add(c);
         let pa = if t == MissType::L3 {
             self.mach().root_pa(kvpn)
         } else {
@@ -138,8 +149,19 @@ impl System {
             self.mach().kpa(pte_va)
         };
         let c = self.handler_load(pa);
-        self.mach().stats.miss_cycles += c;
+        let ms = &mut self.mach().stats;
+        ms.miss_cycles = ms.miss_cycles.saturating_add(c);
         self.mach_insert(s, kvpn);
+        if walk {
+            self.count_mach_walk(before);
+        }
+    }
+
+    /// Files a walk under `walks.by_depth` by the kernel misses taken since `before` (the
+    /// kernel-miss count when its handler started): the nested misses of its cascade.
+    fn count_mach_walk(&mut self, before: u64) {
+        let nested = self.mach().stats.kernel_misses() - before;
+        self.stats.walks.by_depth[nested.min(3) as usize] += 1;
     }
 
     /// A handler's page-table load at `pa` (unmapped) through the caches of a timed design:
@@ -447,12 +469,12 @@ impl System {
             if self.structures[s].tlb.probe(Asid(GLOBAL), Vpn(kvpn)).is_some() {
                 let m = self.mach();
                 m.stats.ptlb_present += 1;
-                m.stats.ptlb_cycles += present;
+                m.stats.ptlb_cycles = m.stats.ptlb_cycles.saturating_add(present);
             } else {
                 self.mach_insert(s, kvpn);
                 let m = self.mach();
                 m.stats.ptlb_prefetches += 1;
-                m.stats.ptlb_cycles += prefetch;
+                m.stats.ptlb_cycles = m.stats.ptlb_cycles.saturating_add(prefetch);
                 m.prefetched.push(kvpn);
             }
         }

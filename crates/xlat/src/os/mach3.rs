@@ -151,6 +151,46 @@ pub struct Mach3Config {
     pub copy_stride: u64,
 }
 
+impl Mach3Config {
+    /// Checks the costs and counts against docs/configuration.md's bounds (whether or not the
+    /// personality is in use: a config never carries a value xlat could not run).
+    pub fn check_bounds(&self) -> Result<(), ParamError> {
+        let c = self;
+        crate::limits::all_cycles([
+            ("mach3.l1u_cycles", c.l1u_cycles),
+            ("mach3.l1k_cycles", c.l1k_cycles),
+            ("mach3.l2_cycles", c.l2_cycles),
+            ("mach3.l3_cycles", c.l3_cycles),
+            ("mach3.invalid_cycles", c.invalid_cycles),
+            ("mach3.stlb_hit_cycles", c.stlb_hit_cycles),
+            ("mach3.stlb_l2_user_hit_cycles", c.stlb_l2_user_hit_cycles),
+            ("mach3.stlb_l2_kernel_hit_cycles", c.stlb_l2_kernel_hit_cycles),
+            ("mach3.stlb_miss_cycles", c.stlb_miss_cycles),
+            ("mach3.miss_cycles", c.miss_cycles),
+        ])?;
+        for (key, [i, m]) in [
+            ("mach3.trap_l1k", c.trap_l1k),
+            ("mach3.trap_l2", c.trap_l2),
+            ("mach3.trap_l3", c.trap_l3),
+            ("mach3.trap_stlb_fail", c.trap_stlb_fail),
+            ("mach3.trap_stlb_l2_user", c.trap_stlb_l2_user),
+            ("mach3.trap_stlb_l2_kernel", c.trap_stlb_l2_kernel),
+            ("mach3.trap_stlb_l1k", c.trap_stlb_l1k),
+        ] {
+            crate::limits::all_cycles([(key, i), (key, m)])?;
+        }
+        for (key, v) in [("mach3.trap_words", c.trap_words), ("mach3.l1u_instructions", c.l1u_instructions)] {
+            if v > 1 << 20 {
+                return Err(ParamError::new(key, format!("must be at most 2^20 = 1048576, got {v}")));
+            }
+        }
+        if !(c.clock_ratio > 0.0 && c.clock_ratio <= 1000.0) {
+            return Err(ParamError::new("mach3.clock_ratio", format!("must be in (0, 1000], got {}", c.clock_ratio)));
+        }
+        Ok(())
+    }
+}
+
 impl Default for Mach3Config {
     fn default() -> Self {
         Mach3Config {
@@ -268,6 +308,13 @@ pub struct Mach3Stats {
     pub ptlb_recorded: u64,
     /// Cycles of the PTLB on the IPC path.
     pub ptlb_cycles: u64,
+}
+
+impl Mach3Stats {
+    /// Kernel misses so far: L1K, L2 and L3.
+    pub fn kernel_misses(&self) -> u64 {
+        self.l1k + self.l2 + self.l3
+    }
 }
 
 /// One PTLB slot: the pair of domains, the role of the entry and its kernel page.

@@ -309,7 +309,7 @@ pub struct ShadowStats {
 impl ShadowStats {
     /// All cycles the OS spent on shadow superpages.
     pub fn cycles(&self) -> u64 {
-        self.flush_cycles + self.copy_cycles + self.page_cycles
+        crate::limits::sum([self.flush_cycles, self.copy_cycles, self.page_cycles])
     }
 }
 

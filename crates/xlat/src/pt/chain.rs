@@ -133,10 +133,10 @@ fn scramble(asid: u32) -> u64 {
 
 /// Validates `page_table.buckets`.
 pub(crate) fn validate_buckets(cfg: &PageTableConfig) -> Result<(), ParamError> {
-    if cfg.buckets == 0 || cfg.buckets > 1 << 32 {
+    if cfg.buckets == 0 || cfg.buckets > crate::limits::MAX_BUCKETS {
         return Err(ParamError::new(
             "page_table.buckets",
-            format!("{} is not usable: from 1 to 2^32 hash buckets", cfg.buckets),
+            format!("{} is not usable: from 1 to 2^24 = {} hash buckets", cfg.buckets, crate::limits::MAX_BUCKETS),
         ));
     }
     Ok(())

@@ -234,6 +234,19 @@ impl PageTableConfig {
         }
     }
 
+    /// The virtual address bits every table of a design translates, and the key that sets them:
+    /// a long-format VHPT hashes any address, but the OS table behind it covers only its own
+    /// `va_bits`, so the narrower of the two bounds the addresses a design can simulate.
+    pub fn translated_va_bits(&self) -> (u32, &'static str) {
+        if self.kind == Kind::VhptLong {
+            let os = self.os_table().va_bits;
+            if os < self.va_bits {
+                return (os, "page_table.os.va_bits");
+            }
+        }
+        (self.va_bits, "page_table.va_bits")
+    }
+
     /// The superpage store in effect for this kind.
     pub fn store(&self) -> SuperpageStore {
         self.superpage_store.unwrap_or(match self.kind {

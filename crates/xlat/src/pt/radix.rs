@@ -268,6 +268,12 @@ impl RadixTable {
         let bytes: Vec<u64> = bits.iter().map(|&b| (1u64 << b) * pte).collect();
         let intermediate = tree_store(cfg)?;
         let tree = Tree::new(&bits, pte, &bytes, page_size.shift(), intermediate);
+        if let Some(&n) = cfg.pwc.iter().find(|&&n| n > crate::limits::MAX_PWC_ENTRIES) {
+            return Err(ParamError::new(
+                "page_table.pwc",
+                format!("at most 2^16 = {} entries per page-walk cache, got {n}", crate::limits::MAX_PWC_ENTRIES),
+            ));
+        }
         if cfg.pwc.len() >= bits.len() {
             return Err(ParamError::new(
                 "page_table.pwc",
