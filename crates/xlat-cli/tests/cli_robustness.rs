@@ -283,3 +283,36 @@ fn sizes_and_costs_past_their_bounds_are_refused_by_key() {
         assert!(start.elapsed().as_secs() < 20, "{key}: {:?}", start.elapsed());
     }
 }
+
+/// A design at every size bound at once (TLB entries and cache lines at their design totals, a
+/// long VHPT of 2^26 entries over a hashed table of 2^24 buckets, 2^32 frames) and every cost at
+/// 2^32 builds and runs the bundled trace in a 6 GiB address space, its totals whole.
+#[test]
+fn the_largest_accepted_design_runs_in_six_gib() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"largest\"\n\
+        [[tlb]]\nname = \"L1\"\nentries = 16777216\nways = 4\nlatency = 4294967296\n\
+        [[tlb]]\nname = \"L2\"\nentries = 16777200\nways = 8\nlevel = 2\nlatency = 4294967296\n\
+        [page_table]\nkind = \"vhpt-long\"\nvhpt_entries = 67108864\n\
+        [page_table.os]\nkind = \"hashed\"\nbuckets = 16777216\n\
+        [[cache]]\nname = \"L1\"\nsize = 1073741824\nline = 64\nways = 8\nlatency = 4294967296\n\
+        [[cache]]\nname = \"L2\"\nsize = 1073741824\nline = 64\nways = 16\nlevel = 2\n\
+        [memory]\nlatency = 4294967296\n[time]\ncpi = 1000\n\
+        [cost]\npage_fault_cycles = 4294967296\ntrap_cycles = 4294967296\nwalker_cycles = 4294967296\n\
+        [os]\nmemory_bytes = 17592186044416\n[stlb]\nentries = 16\nways = 1\n";
+    let f = write(dir.path(), "largest.toml", text);
+    let json = dir.path().join("out.json");
+    let out = run_limited(&["run", "--config", s(&f), "--trace", s(&demo_xtr()), "--json", s(&json)]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let v = read_json(&json);
+    check_report(&v);
+    let c = &v["configs"][0];
+    let t = &c["time"];
+    for part in ["base", "icache", "dcache", "translation", "faults"] {
+        assert!(u(t, "/cycles") >= u(t, &format!("/breakdown/{part}")), "time.cycles below {part}");
+    }
+    assert!(t["translation_share"].as_f64().unwrap() <= 1.0);
+    for part in ["tlb", "walk_memory", "refill_overhead", "page_fault"] {
+        assert!(u(c, "/cycles/total") >= u(c, &format!("/cycles/{part}")), "cycles.total below {part}");
+    }
+}
