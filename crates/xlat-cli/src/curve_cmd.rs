@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -24,7 +24,7 @@ pub struct CurveArgs {
     #[arg(long, value_name = "WAYS", default_value = "full")]
     ways: String,
     /// Replacement policy: lru (stack distances, one pass for all sizes), or fifo, random, nru,
-    /// plru (each size simulated side by side).
+    /// plru (each size simulated side by side, at most 256 TLBs: docs/curve.md, Bounds).
     #[arg(long, default_value = "lru")]
     policy: String,
     /// Base page sizes in bytes (suffixes K, M, G), one curve each, e.g. `4096,2M`.
@@ -60,9 +60,10 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
     )?;
     let (entries, entries_range) = curve::parse_entries(&a.entries)?;
     let mut page_sizes = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for p in a.page_size.split(',') {
         let b = super::parse_bytes(p).map_err(|e| anyhow!("--page-size: {e}"))?;
-        if !page_sizes.contains(&b) {
+        if seen.insert(b) {
             page_sizes.push(b);
         }
     }
@@ -111,7 +112,7 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         );
     }
     if let Some(path) = &a.json {
-        let doc = serde_json::to_string_pretty(&to_json(&a.trace, format.name(), &spec, &result, seconds))? + "\n";
+        let doc = to_json(&a.trace, format.name(), &spec, &result, seconds)?;
         super::write_output(path, &doc)?;
     }
     if let Some(path) = &a.csv {
@@ -152,38 +153,79 @@ fn mpki(misses: u64, instructions: u64) -> Option<f64> {
     (instructions > 0).then(|| misses as f64 * 1000.0 / instructions as f64)
 }
 
-fn points_json(c: &curve::PageCurve, instructions: u64) -> Vec<Value> {
-    c.points
-        .iter()
-        .map(|p| {
-            json!({
-                "entries": p.entries,
-                "ways": p.ways,
-                "misses": p.misses,
-                "miss_ratio": ratio(p.misses, c.lookups),
-                "mpki": mpki(p.misses, instructions),
-                "page_size": c.page_size,
-            })
-        })
-        .collect()
+/// The JSON of the points of one curve, written as they are read (a curve may have millions).
+struct PointsJson<'a> {
+    curve: &'a curve::PageCurve,
+    instructions: u64,
 }
 
-fn to_json(path: &str, format: &str, spec: &CurveSpec, r: &CurveResult, seconds: f64) -> Value {
+/// One point in the JSON (fields in the order the output has always had: by name).
+#[derive(serde::Serialize)]
+struct PointJson {
+    entries: u32,
+    miss_ratio: f64,
+    misses: u64,
+    mpki: Option<f64>,
+    page_size: u64,
+    ways: u32,
+}
+
+impl serde::Serialize for PointsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.curve;
+        s.collect_seq(c.points.iter().map(|p| PointJson {
+            entries: p.entries,
+            miss_ratio: ratio(p.misses, c.lookups),
+            misses: p.misses,
+            mpki: mpki(p.misses, self.instructions),
+            page_size: c.page_size,
+            ways: p.ways,
+        }))
+    }
+}
+
+#[derive(serde::Serialize)]
+struct CurveJson<'a> {
+    lookups: u64,
+    page_size: u64,
+    points: PointsJson<'a>,
+}
+
+/// `--json`'s document (docs/curve.md).
+#[derive(serde::Serialize)]
+struct CurveDoc<'a> {
+    curves: Vec<CurveJson<'a>>,
+    page_size: u64,
+    points: PointsJson<'a>,
+    policy: &'static str,
+    sample: Option<f64>,
+    seconds: f64,
+    trace: Value,
+    xlat_version: &'static str,
+}
+
+fn to_json(path: &str, format: &str, spec: &CurveSpec, r: &CurveResult, seconds: f64) -> Result<String> {
     let first = &r.curves[0];
-    json!({
-        "xlat_version": env!("CARGO_PKG_VERSION"),
-        "trace": r.trace_json(path, format),
-        "policy": spec.policy.name(),
-        "sample": spec.sample,
-        "seconds": seconds,
-        "page_size": first.page_size,
-        "points": points_json(first, r.instructions()),
-        "curves": r.curves.iter().map(|c| json!({
-            "page_size": c.page_size,
-            "lookups": c.lookups,
-            "points": points_json(c, r.instructions()),
-        })).collect::<Vec<_>>(),
-    })
+    let instructions = r.instructions();
+    let doc = CurveDoc {
+        curves: r
+            .curves
+            .iter()
+            .map(|c| CurveJson {
+                lookups: c.lookups,
+                page_size: c.page_size,
+                points: PointsJson { curve: c, instructions },
+            })
+            .collect(),
+        page_size: first.page_size,
+        points: PointsJson { curve: first, instructions },
+        policy: spec.policy.name(),
+        sample: spec.sample,
+        seconds,
+        trace: r.trace_json(path, format),
+        xlat_version: env!("CARGO_PKG_VERSION"),
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
 fn to_csv(r: &CurveResult) -> String {
@@ -250,9 +292,10 @@ fn table(path: &str, spec: &CurveSpec, r: &CurveResult) -> String {
 /// powers of two and the ends, so that the bars stay readable.
 fn chart(path: &str, spec: &CurveSpec, r: &CurveResult) -> BarChart {
     let mut sizes: Vec<u32> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for c in &r.curves {
         for p in &c.points {
-            if !sizes.contains(&p.entries) {
+            if seen.insert(p.entries) {
                 sizes.push(p.entries);
             }
         }
@@ -263,6 +306,8 @@ fn chart(path: &str, spec: &CurveSpec, r: &CurveResult) -> BarChart {
     }
     let mut series = Vec::new();
     for c in &r.curves {
+        let ratios: std::collections::HashMap<(u32, u32), f64> =
+            c.points.iter().map(|p| ((p.entries, p.ways), 100.0 * ratio(p.misses, c.lookups))).collect();
         for w in &spec.ways {
             let name = match w {
                 curve::Ways::Full => "fully associative".to_string(),
@@ -276,10 +321,7 @@ fn chart(path: &str, spec: &CurveSpec, r: &CurveResult) -> BarChart {
                         curve::Ways::Full => e,
                         curve::Ways::N(n) => *n,
                     };
-                    c.points
-                        .iter()
-                        .find(|p| p.entries == e && p.ways == want)
-                        .map(|p| 100.0 * ratio(p.misses, c.lookups))
+                    ratios.get(&(e, want)).copied()
                 })
                 .collect();
             series.push(Series { name, values });

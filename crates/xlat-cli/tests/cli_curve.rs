@@ -193,3 +193,41 @@ fn bad_input_is_one_line_and_status_2() {
     let err = expect_error(&run(&["curve", "-t", s(&dir.path().join("missing.xtr"))]), "missing trace");
     assert!(err.contains("missing.xtr"), "{err}");
 }
+
+/// Curves that once exhausted memory or ran for hours: a one-line error naming the flag, the
+/// total and the bound, at once, under a 6 GiB memory limit; and the largest LRU curve, which
+/// stays one cheap pass.
+#[test]
+fn curves_above_their_bounds_are_refused_at_once() {
+    let t = demo_xtr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let cases: &[(&[&str], &[&str])] = &[
+        // Every size to 100000 with FIFO: one TLB per size, until memory ran out.
+        (&["--entries", "1..100000", "--policy", "fifo"], &["--entries", "100000 TLBs", "more than 256"]),
+        // Every size to 4096: 4096 lookups per reference.
+        (&["--entries", "1..4096", "--policy", "fifo"], &["--entries", "4096 TLBs", "more than 256"]),
+        (&["--entries", "1048576", "--policy", "random", "--page-size", "4K,8K,16K,32K,64K"], &["5242880 entries"]),
+        // 2 sets of 524288 ways: each reference searched a stack that deep.
+        (&["--entries", "1048576", "--ways", "524288"], &["--ways", "524288 deep", "16384"]),
+        (&["--entries", "1..1048576", "--page-size", "4K,8K,16K"], &["--entries", "2097152"]),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec!["curve", "-t", s(&t), "--json", s(&json)];
+        a.extend(extra.iter());
+        let (out, took) = run_bounded(&a);
+        let err = expect_error(&out, &format!("{extra:?}"));
+        assert_mentions(&err, want);
+        assert!(took.as_secs() < 10, "{extra:?}: refused after {took:?}");
+        assert_absent(&json);
+    }
+    // At the bound of side-by-side TLBs; and every size to 2^20 with LRU.
+    let (out, _) =
+        run_bounded(&["curve", "-q", "-t", s(&t), "--entries", "1..256", "--policy", "fifo", "--json", s(&json)]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["points"].as_array().unwrap().len(), 256);
+    let (out, took) = run_bounded(&["curve", "-q", "-t", s(&t), "--entries", "1..1048576", "--max-refs", "100000"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(took.as_secs() < 60, "every size to 2^20 took {took:?}");
+}

@@ -238,3 +238,62 @@ fn ray_without_the_python_package_is_a_one_line_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--ray runs the sweep through the xlat Python package") && err.contains("no-python"), "{err}");
 }
+
+/// `[vary]` lists of `n` values over `keys`, the first value of the first key invalid
+/// (`tlb.0.entries` = 0) if `bad`.
+fn vary(keys: &[&str], n: usize, bad: bool) -> String {
+    let mut text = String::from("base = \"x86-64\"\ntraces = [\"demo.xtr\"]\n[vary]\n");
+    for (k, key) in keys.iter().enumerate() {
+        let first = usize::from(!(bad && k == 0));
+        let values: Vec<String> = (0..n).map(|i| ((first + i) * [8, 4, 4096, 4096, 64][k % 5]).to_string()).collect();
+        text.push_str(&format!("\"{key}\" = [{}]\n", values.join(", ")));
+    }
+    text
+}
+
+/// A sweep of 10^8 points once made every point before checking the first (5.9 GB, then an
+/// abort): now refused from its count alone, at once, under a 6 GiB memory limit; a product
+/// past 2^64 too. Under the bound, an invalid first point still stops the sweep at once.
+#[test]
+fn a_sweep_above_the_row_bound_is_refused_before_any_point_is_made() {
+    let keys = ["tlb.0.entries", "tlb.1.entries", "cache.0.size", "cache.1.size", "cache.2.size"];
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (vary(&keys[..4], 100, true), vec!["100 x 100 x 100 x 100", "100000000 points over 1 trace", "100000"]),
+        (vary(&keys[..4], 30, true), vec!["810000 points", "at most 100000"]),
+        (vary(&keys, 10_000, false), vec!["over 2^64 points", "100000"]),
+        (
+            vary(&keys[..2], 300, false).replace("[\"demo.xtr\"]", "[\"demo.xtr\", \"sort-400.lackey.zst\"]"),
+            vec!["90000 points over 2 traces make 180000 rows"],
+        ),
+    ];
+    for (text, want) in cases {
+        let (dir, file) = setup(&text);
+        let out = dir.path().join("out");
+        let (o, took) = run_bounded(&["sweep", s(&file), "--out", s(&out)]);
+        let err = expect_error(&o, want[0]);
+        assert_mentions(&err, &want);
+        assert!(took < Duration::from_secs(10), "refused after {took:?}");
+        assert!(!out.exists());
+    }
+    // 27000 points, the first invalid: its one-line error, at once.
+    let (dir, file) = setup(&vary(&keys[..3], 30, true));
+    let (o, took) = run_bounded(&["sweep", s(&file), "--out", s(&dir.path().join("out"))]);
+    let err = expect_error(&o, "invalid first point");
+    assert_mentions(&err, &["'tlb.0.entries' = 0", "tlb[0].entries"]);
+    assert!(took < Duration::from_secs(10), "the invalid first point was found after {took:?}");
+}
+
+/// Every point's name was compared with every earlier one's: 16000 points took about 30 s
+/// before the sweep could start (now under 1 s). Checked here up to the missing trace that ends it.
+#[test]
+fn many_points_are_checked_in_linear_time() {
+    let more: Vec<String> = (32..52).map(|k| (k * 4096).to_string()).collect();
+    let text = vary(&["tlb.0.entries", "tlb.1.entries", "cache.0.size"], 20, false)
+        .replace("\"cache.0.size\" = [", &format!("\"cache.0.size\" = [{}, ", more.join(", ")));
+    let text = text.replace("[\"demo.xtr\"]", "[\"missing.xtr\"]");
+    let (dir, file) = setup(&text);
+    let (o, took) = run_bounded(&["sweep", s(&file), "--out", s(&dir.path().join("out"))]);
+    let err = expect_error(&o, "missing trace after every point");
+    assert_mentions(&err, &["trace 'missing.xtr'"]);
+    assert!(took < Duration::from_secs(8), "16000 points checked in {took:?}");
+}

@@ -66,6 +66,26 @@ pub fn run(args: &[&str]) -> Output {
     xlat(args).output().expect("cannot start the xlat binary")
 }
 
+/// Runs `xlat args` under a 6 GiB limit on its address space (what a run that allocates
+/// without bound meets first), and how long it took.
+pub fn run_bounded(args: &[&str]) -> (Output, std::time::Duration) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = xlat(args);
+    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 6 << 30, rlim_max: 6 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = std::time::Instant::now();
+    let out = cmd.output().expect("cannot start the xlat binary");
+    (out, start.elapsed())
+}
+
 /// Runs `xlat args` with `input` on standard input.
 pub fn run_stdin(args: &[&str], input: &[u8]) -> Output {
     let mut child = xlat(args)

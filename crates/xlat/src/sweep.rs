@@ -22,6 +22,10 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Most rows a sweep may have: its points times its traces, each row one simulation of a design
+/// over a trace and one row of its table. A larger sweep is refused before any point is made.
+pub const MAX_ROWS: u64 = 100_000;
+
 /// A sweep, design or run that cannot be done; one line naming the file or key.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -436,13 +440,45 @@ impl Sweep {
                 (0..n).map(|i| keys.iter().map(|(p, v)| ((*p).clone(), v.get_ref()[i].clone())).collect()).collect(),
             );
         }
-        // The cartesian product, the first factor outermost.
-        let mut combos: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-        for f in &factors {
-            combos = combos.iter().flat_map(|c| f.iter().map(move |a| [c.clone(), a.clone()].concat())).collect();
-        }
-        let mut points = Vec::with_capacity(combos.len());
-        for mut assign in combos {
+        // The cartesian product, the first factor outermost: counted first (a sweep above
+        // [`MAX_ROWS`] is refused before any point is made), then made and checked one point at
+        // a time, so that the first invalid point stops the sweep at once.
+        let sizes: Vec<u64> = factors.iter().map(|f| f.len() as u64).collect();
+        let count = sizes.iter().try_fold(1u64, |n, &k| n.checked_mul(k));
+        let traces = spec.traces.len().max(1) as u64;
+        let total = match count.and_then(|n| n.checked_mul(traces)) {
+            Some(rows) if rows <= MAX_ROWS => count.unwrap_or(0),
+            rows => {
+                let product = if sizes.len() > 8 {
+                    let head: Vec<String> = sizes[..8].iter().map(u64::to_string).collect();
+                    format!("{} x ... ({} lists)", head.join(" x "), sizes.len())
+                } else {
+                    sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(" x ")
+                };
+                let t = spec.traces.len();
+                let made = match (count, rows) {
+                    (Some(n), Some(r)) => {
+                        format!("{n} points over {t} trace{} make {r} rows", if t == 1 { "" } else { "s" })
+                    }
+                    (Some(n), None) => format!("{n} points over {t} traces make over 2^64 rows"),
+                    _ => "over 2^64 points".to_string(),
+                };
+                return Err(SweepError::new(format!(
+                    "{file}: [vary] and [[zip]] lists of {product} values: {made}, but a sweep has at most {MAX_ROWS} (each row is one simulation): vary fewer values, or split the sweep"
+                )));
+            }
+        };
+        let mut points = Vec::with_capacity(total as usize);
+        let mut names = std::collections::HashSet::new();
+        for index in 0..total {
+            let mut rest = index;
+            let mut digits = vec![0usize; factors.len()];
+            for (d, f) in digits.iter_mut().zip(&factors).rev() {
+                *d = (rest % f.len() as u64) as usize;
+                rest /= f.len() as u64;
+            }
+            let mut assign: Vec<(String, toml::Value)> =
+                factors.iter().zip(&digits).flat_map(|(f, &d)| f[d].iter().cloned()).collect();
             let mut d = base.clone();
             d.origin = format!("{file}: base {}", spec.base);
             for (p, v) in &assign {
@@ -462,16 +498,15 @@ impl Sweep {
                     };
                     name.push_str(&format!(" {p}={v}"));
                 }
-                d.set("name", toml::Value::String(name))?;
+                // A design's name is any string: no need to check the design again.
+                set_in(&mut d.table, "name", toml::Value::String(name))
+                    .map_err(|why| SweepError::new(format!("{}: cannot set 'name': {why}", d.origin)))?;
+            }
+            if !names.insert(d.name().to_string()) {
+                return Err(SweepError::new(format!("{file}: two points are named '{}'", d.name())));
             }
             assign.sort_by_key(|(p, _)| params.iter().position(|q| q == p));
             points.push(Point { params: assign, design: d });
-        }
-        for (i, p) in points.iter().enumerate() {
-            if let Some(q) = points[..i].iter().find(|q| q.design.name() == p.design.name()) {
-                let _ = q;
-                return Err(SweepError::new(format!("{file}: two points are named '{}'", p.design.name())));
-            }
         }
         if spec.traces.is_empty() {
             return Err(SweepError::new(format!("{file}: traces: expected at least one trace file or workload:NAME")));
@@ -583,40 +618,49 @@ impl Sweep {
         columns.extend(self.params.iter().cloned());
         columns.extend(["name".to_string(), "status".to_string()]);
         let fixed = columns.len();
-        let mut rows_kv: Vec<Vec<(String, Value)>> = Vec::new();
+        // Column of each name (a name given twice among the fixed ones: its last column).
+        let mut index: std::collections::HashMap<String, usize> =
+            columns.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect();
+        // Each row's cells as (column, value), the columns of the results named in the order
+        // they first appear.
+        let mut rows_kv: Vec<Vec<(usize, Value)>> = Vec::new();
         for (t, tr) in self.traces.iter().enumerate() {
             for (p, pt) in self.points.iter().enumerate() {
-                let mut kv: Vec<(String, Value)> = vec![("trace".into(), json!(tr.label))];
-                kv.extend(pt.params.iter().map(|(k, v)| (k.clone(), toml_to_json(v))));
-                kv.push(("name".into(), json!(pt.design.name())));
+                let mut kv: Vec<(usize, Value)> = vec![(index["trace"], json!(tr.label))];
+                kv.extend(pt.params.iter().map(|(k, v)| (index[k.as_str()], toml_to_json(v))));
+                kv.push((index["name"], json!(pt.design.name())));
                 match store.get(&self.key(t, p)) {
                     Some(rec) => {
                         let r = &rec["result"];
-                        kv.push(("status".into(), r.get("status").cloned().unwrap_or(Value::Null)));
+                        kv.push((index["status"], r.get("status").cloned().unwrap_or(Value::Null)));
                         let mut flat = Vec::new();
                         flatten("", r, &mut flat);
-                        // A varied parameter that the result also reports keeps its own column.
-                        kv.extend(flat.into_iter().filter(|(k, _)| !columns[..fixed].contains(k)));
+                        for (k, v) in flat {
+                            let i = match index.get(&k) {
+                                // A varied parameter that the result also reports keeps its own
+                                // column.
+                                Some(&i) if i < fixed => continue,
+                                Some(&i) => i,
+                                None => {
+                                    columns.push(k.clone());
+                                    index.insert(k, columns.len() - 1);
+                                    columns.len() - 1
+                                }
+                            };
+                            kv.push((i, v));
+                        }
                     }
-                    None => kv.push(("status".into(), json!("missing"))),
+                    None => kv.push((index["status"], json!("missing"))),
                 }
                 rows_kv.push(kv);
             }
         }
-        for kv in &rows_kv {
-            for (k, _) in &kv[fixed..] {
-                if !columns[fixed..].contains(k) {
-                    columns.push(k.clone());
-                }
-            }
-        }
-        let index: BTreeMap<&str, usize> = columns.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
         let rows = rows_kv
             .into_iter()
             .map(|kv| {
                 let mut row = vec![Value::Null; columns.len()];
-                for (k, v) in kv {
-                    row[index[k.as_str()]] = v;
+                for (i, v) in kv {
+                    row[i] = v;
                 }
                 row
             })

@@ -274,3 +274,159 @@ fn bad_pairs_are_refused_naming_the_flag() {
     sp.sample = Some(0.0);
     assert!(sp.pairs().unwrap_err().to_string().starts_with("--sample"));
 }
+
+/// A spec over the range `a..=b` of sizes.
+fn range_spec(a: u32, b: u32, ways: &[Ways], policy: Policy, page_sizes: &[u64]) -> CurveSpec {
+    let mut sp = spec(&(a..=b).collect::<Vec<_>>(), ways, policy, page_sizes);
+    sp.entries_range = true;
+    sp
+}
+
+#[test]
+fn side_by_side_tlbs_above_the_bound_are_refused_before_they_are_built() {
+    // Every size to 100000 with FIFO once allocated TLB after TLB until memory ran out.
+    let err = range_spec(1, 100_000, &[Ways::Full], Policy::Fifo, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--entries: ") && err.contains("100000 TLBs") && err.contains("256"), "{err}");
+    assert!(err.contains("--policy lru"), "{err}");
+    // Every size to 4096 cost a lookup in each of 4096 TLBs per reference.
+    let err = range_spec(1, 4096, &[Ways::Full], Policy::Random, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.contains("4096 TLBs"), "{err}");
+    // Sizes, associativities and page sizes multiply.
+    let err = spec(&[8, 16, 32, 64], &[Ways::Full, Ways::N(1), Ways::N(2), Ways::N(4)], Policy::Nru, &[4096; 1])
+        .pairs()
+        .map(|p| p.len())
+        .unwrap();
+    assert_eq!(err, 16);
+    let sizes: Vec<u64> = (12..29).map(|k| 1u64 << k).collect();
+    let err = spec(&[8, 16, 32, 64], &[Ways::Full, Ways::N(1), Ways::N(2), Ways::N(4)], Policy::Nru, &sizes)
+        .pairs()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("272 TLBs"), "{err}");
+    // Few TLBs, but too many entries in all: five page sizes of a 2^20-entry TLB.
+    let sizes: Vec<u64> = (12..17).map(|k| 1u64 << k).collect();
+    let err = spec(&[1 << 20], &[Ways::Full], Policy::Fifo, &sizes).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--entries: ") && err.contains("5242880 entries") && err.contains("4194304"), "{err}");
+    // At the bounds: accepted, and what it holds is what the bounds allow.
+    let sp = range_spec(1, 256, &[Ways::Full], Policy::Fifo, &[4096]);
+    let pairs = sp.pairs().unwrap();
+    let cost = sp.cost(&pairs);
+    assert_eq!((cost.points, cost.tlbs, cost.tlb_entries), (256, curve::MAX_TLBS, 256 * 257 / 2));
+    let sp = spec(&[1 << 20; 1], &[Ways::Full], Policy::Fifo, &[4096, 8192, 16384, 32768]);
+    assert_eq!(sp.cost(&sp.pairs().unwrap()).tlb_entries, curve::MAX_TLB_ENTRIES);
+}
+
+#[test]
+fn lru_over_every_size_to_the_largest_is_one_pass_and_linear() {
+    // Each point once summed the histogram up to its size: minutes for every size to 2^20.
+    let recs = records(5, 20_000);
+    let start = std::time::Instant::now();
+    let sp = range_spec(1, curve::MAX_SIZE, &[Ways::Full], Policy::Lru, &[4096]);
+    let all = curve::curve(&mut VecReader(recs.clone(), 0), &sp, |_| {}).unwrap();
+    assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
+    let points = &all.curves[0].points;
+    assert_eq!(points.len(), 1 << 20);
+    let some = curve::curve(&mut VecReader(recs, 0), &range_spec(1, 500, &[Ways::Full], Policy::Lru, &[4096]), |_| {})
+        .unwrap();
+    assert_eq!(&points[..500], &some.curves[0].points[..]);
+    // Past the footprint, every size misses only on first references (and after invalidations).
+    assert_eq!(points[4999].misses, points[(1 << 20) - 1].misses);
+}
+
+#[test]
+fn deep_set_associative_stacks_are_refused_naming_the_flag() {
+    // 2 sets of 524288 ways: every reference searched and shifted a stack that deep.
+    let err = spec(&[1 << 20], &[Ways::N(1 << 19)], Policy::Lru, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--ways: ") && err.contains("524288 deep") && err.contains("16384"), "{err}");
+    // `full` is one stack of every size at once, without that bound.
+    assert!(spec(&[1 << 20], &[Ways::Full], Policy::Lru, &[4096]).pairs().is_ok());
+    // Shallow stacks at many set counts and page sizes: too many slots in all.
+    let sizes: Vec<u32> = (4..=20).map(|k| 1u32 << k).collect();
+    let ways = [Ways::N(1), Ways::N(2), Ways::N(4), Ways::N(8)];
+    let pages: Vec<u64> = (12..26).map(|k| 1u64 << k).collect();
+    let sp = spec(&sizes, &ways, Policy::Lru, &pages);
+    let err = sp.pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--ways: ") && err.contains("73400096") && err.contains("67108864"), "{err}");
+    let sp = spec(&sizes, &ways, Policy::Lru, &pages[..12]);
+    let c = sp.cost(&sp.pairs().unwrap());
+    assert_eq!((c.points, c.set_depth, c.set_slots), (17 * 4 * 12, (8 * 17 + 4 + 2 + 1) * 12, 5_242_864 * 12));
+}
+
+#[test]
+fn curves_above_the_point_bound_are_refused() {
+    let pages = [4096, 8192, 16384];
+    let err = range_spec(1, curve::MAX_SIZE, &[Ways::Full], Policy::Lru, &pages).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--entries: ") && err.contains("2097152"), "{err}");
+    assert!(range_spec(1, curve::MAX_SIZE, &[Ways::Full], Policy::Lru, &pages[..2]).pairs().is_ok());
+}
+
+#[test]
+fn a_long_ways_list_over_a_long_range_is_checked_at_once() {
+    // Every associativity was tried at every size (and compared with every other): 2^20 sizes
+    // times 20000 associativities.
+    let ways: Vec<Ways> = std::iter::once(Ways::Full).chain((1..=20_000).map(Ways::N)).collect();
+    let start = std::time::Instant::now();
+    let err = range_spec(1, curve::MAX_SIZE, &ways, Policy::Lru, &[4096]).pairs().unwrap_err().to_string();
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+    assert!(err.starts_with("--ways: ") && err.contains("deep"), "{err}");
+    // The same pairs, in the same order, as trying every associativity at every size:
+    // entries-major, associativities as listed, and `full` once where a way count names the
+    // same pair.
+    for (policy, ways) in [
+        (Policy::Lru, vec![Ways::N(4), Ways::Full, Ways::N(8), Ways::N(3), Ways::N(12), Ways::N(16)]),
+        (Policy::Plru, vec![Ways::N(4), Ways::Full, Ways::N(8), Ways::N(2)]),
+    ] {
+        for (a, b) in [(1, 64), (6, 16), (24, 200)] {
+            let sp = range_spec(a, b, &ways, policy, &[4096]);
+            let mut want = Vec::new();
+            for e in a..=b {
+                let first = want.len();
+                for w in &ways {
+                    let w = match *w {
+                        Ways::Full => e,
+                        Ways::N(n) => n,
+                    };
+                    let fits = w <= e
+                        && e % w == 0
+                        && (e / w).is_power_of_two()
+                        && (policy != Policy::Plru || w.is_power_of_two());
+                    if fits && !want[first..].contains(&(e, w)) {
+                        want.push((e, w));
+                    }
+                }
+            }
+            match sp.pairs() {
+                Ok(pairs) => assert_eq!(pairs, want, "{a}..{b}, {}", policy.name()),
+                Err(e) => panic!("{a}..{b}, {}: {e}", policy.name()),
+            }
+        }
+    }
+}
+
+#[test]
+fn zero_sizes_and_ways_from_library_callers_are_errors_not_panics() {
+    // A caller that fills a spec itself, past the parsers: a zero divided.
+    let err = spec(&[0], &[Ways::Full], Policy::Lru, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--entries"), "{err}");
+    let err = spec(&[8], &[Ways::N(0)], Policy::Fifo, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--ways"), "{err}");
+    let err = spec(&[u32::MAX], &[Ways::Full], Policy::Lru, &[4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--entries"), "{err}");
+    let err = spec(&[8], &[Ways::Full], Policy::Lru, &[4096, 4096]).pairs().unwrap_err().to_string();
+    assert!(err.starts_with("--page-size") && err.contains("twice"), "{err}");
+    // A size listed twice counts once.
+    assert_eq!(spec(&[8, 16, 8], &[Ways::Full], Policy::Lru, &[4096]).pairs().unwrap(), [(8, 8), (16, 16)]);
+}
+
+#[test]
+fn argument_errors_quote_the_argument_on_one_short_line() {
+    let long = (1..20_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",") + ",x";
+    for err in [
+        curve::parse_entries(&long).unwrap_err().to_string(),
+        curve::parse_entries("8\n9").unwrap_err().to_string(),
+        curve::parse_ways("4,8\r\n9").unwrap_err().to_string(),
+        curve::parse_policy(&"l".repeat(100_000)).unwrap_err().to_string(),
+    ] {
+        assert!(!err.contains(['\n', '\r']) && err.len() < 300, "{err}");
+    }
+}

@@ -1,8 +1,10 @@
 //! Seeded mutation fuzzing of every input xlat reads: the trace readers (lackey, xtr, ChampSim,
-//! each raw and compressed, and format detection), address-space snapshots and design configs,
-//! and the engine over every trace a reader accepts. Each mutated input must be either accepted
-//! or rejected with an error; a panic fails the test, naming the target, seed and iteration so
-//! that the input can be made again.
+//! each raw and compressed, and format detection), address-space snapshots, design configs,
+//! `xlat curve`'s arguments and sweep files, and the engine over every trace a reader accepts.
+//! Each mutated input must be either accepted or rejected with a one-line error; a panic fails
+//! the test, naming the target, seed and iteration so that the input can be made again. Curve
+//! arguments and sweep files must also be checked within seconds and, when accepted, stay within
+//! the bounds of what a curve or a sweep may hold.
 //!
 //! It runs briefly in the test command (`XLAT_FUZZ_ITERS`, default 300 mutants per target and
 //! seed input) and for as long as wanted on demand:
@@ -15,6 +17,7 @@
 //! without reading, shows up as an abort or a test that does not finish.
 
 use std::io::{Cursor, Read, Write};
+use std::time::{Duration, Instant};
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
 use xlat::trace::open::reader_from_stream;
@@ -545,4 +548,260 @@ fn check_totals(s: &xlat::stats::SystemStats) {
         }
         assert!(t.translation_share() <= 1.0, "translation_share {}", t.translation_share());
     }
+}
+
+/// Longest that checking one curve's arguments or one sweep file may take: far more than any
+/// takes, far less than work without bound (a loop over every size for every associativity, a
+/// product made before it is counted).
+const CHECK_TIME: Duration = Duration::from_secs(10);
+
+/// The fields of a curve's arguments, one a line: `--entries`, `--ways`, `--policy`,
+/// `--page-size` (bytes) and `--sample` (empty: none).
+fn curve_spec(text: &str) -> Result<xlat::curve::CurveSpec, String> {
+    use xlat::curve;
+    let fields: Vec<&str> = text.split('\n').collect();
+    let field = |i: usize| fields.get(i).copied().unwrap_or("");
+    let (entries, entries_range) = curve::parse_entries(field(0)).map_err(|e| e.to_string())?;
+    let ways = curve::parse_ways(field(1)).map_err(|e| e.to_string())?;
+    let policy = curve::parse_policy(field(2)).map_err(|e| e.to_string())?;
+    let mut page_sizes = Vec::new();
+    for p in field(3).split(',') {
+        let p: u64 = p.trim().parse().map_err(|_| format!("--page-size: '{p}' is not a number"))?;
+        if !page_sizes.contains(&p) {
+            page_sizes.push(p);
+        }
+    }
+    let sample = match field(4).trim() {
+        "" => None,
+        r => Some(r.parse::<f64>().map_err(|_| format!("--sample: '{r}' is not a number"))?),
+    };
+    Ok(curve::CurveSpec { entries, entries_range, ways, policy, page_sizes, sample, max_refs: None, seed: 1 })
+}
+
+#[test]
+fn curve_arguments_never_panic_or_run_away() {
+    use xlat::curve;
+    let records = {
+        let lackey = lackey_sample();
+        let mut r = read_all(&lackey, Some(Format::Lackey)).expect("the sample reads");
+        r.truncate(3000);
+        r.extend([
+            Record::ContextSwitch { asid: 2 },
+            Record::Access { kind: Kind::Load, size: 8192, addr: 0x7f00_0000_0ff8 },
+            Record::Unmap { start: 0x7f00_0000_0000, len: 1 << 20 },
+            Record::Exit { asid: 2 },
+        ]);
+        r
+    };
+    let inputs: Vec<Vec<u8>> = [
+        "1..300\nfull,1,2,4\nlru\n4096,2097152\n",
+        "8,16,32,64\nfull,4\nfifo\n4096\n",
+        "1..64\nfull\nlru\n8192\n0.25",
+        "16,64,256\n2,4,full\nplru\n4096,16384\n",
+        "1..40\nfull,2\nrandom\n4096\n",
+        "1048576\n8,full\nnru\n1024\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    let check = |text: &str| {
+        let start = Instant::now();
+        let checked = curve_spec(text).and_then(|spec| spec.pairs().map(|p| (spec, p)).map_err(|e| e.to_string()));
+        assert!(start.elapsed() < CHECK_TIME, "checking {text:?} took {:?}", start.elapsed());
+        let (spec, pairs) = match checked {
+            Ok(ok) => ok,
+            Err(e) => {
+                assert!(!e.contains('\n') && e.starts_with("--"), "one line naming the flag: {e}");
+                return false;
+            }
+        };
+        let cost = spec.cost(&pairs);
+        assert_eq!(cost.points, pairs.len() as u64 * spec.page_sizes.len() as u64);
+        assert!(
+            cost.points <= curve::MAX_POINTS
+                && cost.tlbs <= curve::MAX_TLBS
+                && cost.tlb_entries <= curve::MAX_TLB_ENTRIES
+                && cost.set_depth <= curve::MAX_SET_DEPTH
+                && cost.set_slots <= curve::MAX_SET_SLOTS,
+            "{text:?} is accepted past a bound: {cost:?}"
+        );
+        // Run the curves that are cheap to build.
+        let largest = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+        if cost.points <= 4096 && cost.tlb_entries <= 1 << 16 && cost.set_slots <= 1 << 20 && largest <= 1 << 16 {
+            let r = curve::curve(&mut VecReader(records.clone(), 0), &spec, |_| {}).expect("an accepted curve runs");
+            assert_eq!(r.curves.len(), spec.page_sizes.len());
+            for c in &r.curves {
+                assert_eq!(c.points.len(), pairs.len());
+                assert!(c.points.iter().all(|p| p.misses <= c.lookups), "{text:?}");
+            }
+        }
+        true
+    };
+    fuzz("curve-args", &inputs, |m| std::str::from_utf8(m).is_ok_and(check));
+    // Mutated bytes rarely make arguments that parse; these are made to, from sizes, way
+    // counts and page sizes near every bound.
+    let mut rng = Rng(seed() ^ 0xc0ffee | 1);
+    let num = |rng: &mut Rng| -> u64 {
+        match rng.below(16) {
+            0..=4 => 1 + rng.below(64) as u64,
+            5..=9 => 1 << rng.below(21),
+            10..=12 => (1 << rng.below(19)) * (1 + rng.below(3) as u64),
+            13 | 14 => curve::MAX_SIZE as u64 + rng.below(3) as u64 - 1,
+            _ => rng.next() >> rng.below(64),
+        }
+    };
+    let (mut accepted, n) = (0, iterations());
+    for i in 0..n {
+        let entries = if rng.below(2) == 0 {
+            let (a, b) = (num(&mut rng), num(&mut rng));
+            format!("{}..{}", a.min(b), a.max(b))
+        } else {
+            (0..1 + rng.below(8)).map(|_| num(&mut rng).to_string()).collect::<Vec<_>>().join(",")
+        };
+        let ways = (0..1 + rng.below(6))
+            .map(|_| match rng.below(8) {
+                0 | 1 => "full".to_string(),
+                2..=5 => (1u64 << rng.below(5)).to_string(),
+                _ => num(&mut rng).min(1 << 21).to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let policy = ["lru", "lru", "fifo", "random", "nru", "plru"][rng.below(6)];
+        let most = if rng.below(4) == 0 { 32 } else { 3 };
+        let pages =
+            (0..1 + rng.below(most)).map(|_| (1u64 << (10 + rng.below(31))).to_string()).collect::<Vec<_>>().join(",");
+        let sample = ["", "", "", "0.1", "1", "0"][rng.below(6)];
+        let text = format!("{entries}\n{ways}\n{policy}\n{pages}\n{sample}");
+        match std::panic::catch_unwind(|| check(&text)) {
+            Ok(ok) => accepted += ok as usize,
+            Err(_) => panic!("curve arguments {i} (XLAT_FUZZ_SEED={}) panic: {text:?}", seed()),
+        }
+    }
+    println!("curve-args-made: {n} made, {accepted} accepted, {} rejected", n - accepted);
+    assert!(n < 20 || (accepted > 0 && accepted < n), "made curve arguments must be both accepted and rejected");
+}
+
+#[test]
+fn sweep_files_never_panic_or_run_away() {
+    use xlat::sweep::{self, Store, Sweep, WorkloadSource};
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = xlat::trace::xtr::XtrWriter::new(Vec::new(), "fuzz").unwrap();
+    let recs: Vec<Record> = (0..64)
+        .map(|i| Record::Access { kind: Kind::ALL[i % 4], size: 8, addr: 0x40_0000 + 4096 * i as u64 })
+        .collect();
+    xlat::trace::TraceWriter::write(&mut w, &recs).unwrap();
+    std::fs::write(dir.path().join("t.xtr"), w.finish_into_inner().unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("d.toml"),
+        "name = \"d\"\n[[tlb]]\nname = \"L1\"\nentries = 64\nways = 4\n[page_table]\nkind = \"radix\"\n",
+    )
+    .unwrap();
+    let workloads_dir = dir.path().join("workloads");
+    let default_dir = move |_| workloads_dir.clone();
+    // No workload to build: a `workload:NAME` trace names none of an empty manifest.
+    let source = std::panic::AssertUnwindSafe(WorkloadSource {
+        manifest: ("workload = []\n", "fuzz manifest"),
+        default_dir: &default_dir,
+        on_build: &|name| panic!("fuzzing builds no workload, not {name}"),
+    });
+    let store = Store::new(&dir.path().join("out"));
+    let inputs: Vec<Vec<u8>> = [
+        "base = \"x86-64\"\ntraces = [\"t.xtr\"]\nmax_refs = 1000\n[vary]\n\"tlb.0.entries\" = [16, 32, 64]\n\
+         \"page_table.kind\" = [\"radix\", \"hashed\"]\n[[zip]]\n\"tlb.2.entries\" = [512, 1024]\n\"tlb.2.ways\" = [4, 8]\n",
+        "base = \"d.toml\"\ntraces = [\"t.xtr\", \"./t.xtr\"]\n[vary]\n\"tlb.0.entries\" = [8, 16, 32, 64, 128]\n\
+         \"tlb.0.policy\" = [\"lru\", \"fifo\", \"random\"]\n\"tlb.0.ways\" = [1]\n",
+        "base = \"mips-r3000\"\ntraces = [\"t.xtr\"]\n[[zip]]\n\"tlb.0.entries\" = [64, 128]\n\"name\" = [\"x\", \"y\"]\n\
+         [workloads]\nsize = \"small\"\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    let check = |text: &str| {
+        let start = Instant::now();
+        let parsed = Sweep::from_toml(text, "fuzz.toml", dir.path(), &source);
+        assert!(start.elapsed() < CHECK_TIME, "checking {text:?} took {:?}", start.elapsed());
+        match parsed {
+            Ok(s) => {
+                let rows = s.points.len() * s.traces.len();
+                assert!(rows as u64 <= sweep::MAX_ROWS, "{text:?}: {rows} rows accepted");
+                let tasks = s.tasks(&store, 2, 32);
+                assert_eq!(tasks.iter().map(|t| t.points.len()).sum::<usize>(), rows);
+                let (columns, table) = s.table(&store);
+                assert_eq!(table.len(), rows);
+                assert!(table.iter().all(|r| r.len() == columns.len()));
+                true
+            }
+            Err(e) => {
+                assert!(!e.to_string().contains('\n'), "one line: {e}");
+                false
+            }
+        }
+    };
+    fuzz("sweep", &inputs, |m| std::str::from_utf8(m).is_ok_and(check));
+    // Made sweeps: products of every size, from one point to past 2^64, over one to three
+    // traces, with zipped groups of equal and unequal lengths and values valid and not.
+    let pool: &[(&str, &[&str])] = &[
+        ("tlb.0.entries", &["16", "32", "64", "128", "0", "7", "4294967296"]),
+        ("tlb.0.ways", &["1", "2", "4", "8", "3"]),
+        ("tlb.1.policy", &["\"lru\"", "\"fifo\"", "\"random\"", "\"nru\"", "\"plru\"", "\"mru\""]),
+        ("page_table.kind", &["\"radix\"", "\"hashed\"", "\"linear\"", "\"clustered\""]),
+        ("cache.0.size", &["16384", "32768", "65536", "-1"]),
+        ("stlb.entries", &["256", "512"]),
+        ("name", &["\"a\"", "\"b\""]),
+    ];
+    let mut rng = Rng(seed() ^ 0x5eeb | 1);
+    let (mut accepted, n) = (0, iterations());
+    for i in 0..n {
+        let mut text = String::from("base = \"x86-64\"\n");
+        let traces = ["\"t.xtr\"", "\"./t.xtr\"", "\"missing.xtr\""];
+        let most = if rng.below(8) == 0 { 3 } else { 2 };
+        text.push_str(&format!("traces = [{}]\n", traces[..1 + rng.below(most)].join(", ")));
+        // Mostly short lists; now and then lists long enough that their product passes the
+        // bound, or so many lists that it passes 2^64.
+        let long = rng.below(6) == 0;
+        let len = |rng: &mut Rng| if long { 200 + rng.below(600) } else { 1 + rng.below(3) };
+        let keys = if long && rng.below(3) == 0 { 70 } else { 1 + rng.below(4) };
+        text.push_str("[vary]\n");
+        for k in 0..keys {
+            let (path, vals) = pool[k % pool.len()];
+            let key = if k < pool.len() { path.to_string() } else { format!("cache.{k}.size") };
+            let l = if keys > pool.len() { 2 } else { len(&mut rng) };
+            let vals: Vec<String> = (0..l)
+                .map(|j| {
+                    if path == "name" {
+                        format!("\"n{}\"", j % (l + rng.below(2)))
+                    } else if rng.below(12) == 0 {
+                        vals[rng.below(vals.len())].to_string()
+                    } else if vals.len() > 4 || l <= vals.len() {
+                        vals[j % vals.len().min(4)].to_string()
+                    } else {
+                        // Long lists of distinct valid values.
+                        (j + 1).to_string()
+                    }
+                })
+                .collect();
+            text.push_str(&format!("\"{key}\" = [{}]\n", vals.join(", ")));
+        }
+        if rng.below(3) == 0 {
+            let l = len(&mut rng);
+            let other = if rng.below(8) == 0 { l + 1 } else { l };
+            let a: Vec<String> = (0..l).map(|j| ((1 + j % 4) * 256).to_string()).collect();
+            let b: Vec<String> = (0..other).map(|j| (1 << (j % 4)).to_string()).collect();
+            text.push_str(&format!(
+                "[[zip]]\n\"tlb.2.entries\" = [{}]\n\"tlb.2.ways\" = [{}]\n",
+                a.join(", "),
+                b.join(", ")
+            ));
+        }
+        match std::panic::catch_unwind(|| check(&text)) {
+            Ok(ok) => accepted += ok as usize,
+            Err(_) => {
+                let dump = std::env::temp_dir().join(format!("xlat-fuzz-sweep-made-{i}.toml"));
+                let _ = std::fs::write(&dump, &text);
+                panic!("made sweep {i} (XLAT_FUZZ_SEED={}) panics; file in {}", seed(), dump.display());
+            }
+        }
+    }
+    println!("sweep-made: {n} made, {accepted} accepted, {} rejected", n - accepted);
+    assert!(n < 20 || (accepted > 0 && accepted < n), "made sweeps must be both accepted and rejected");
 }

@@ -33,7 +33,7 @@ use crate::trace::{page_word, Kind, ReaderStats, Record, TraceError, TraceReader
 use stack::{FaStack, SetStacks};
 
 /// An associativity asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ways {
     /// Fully associative: as many ways as entries.
     Full,
@@ -141,19 +141,62 @@ pub enum CurveError {
     Processes(u32),
 }
 
+/// Largest TLB size a curve takes (entries).
+pub const MAX_SIZE: u32 = 1 << 20;
+
+/// Most points one curve computes, over all its page sizes: the table, JSON and CSV hold each.
+pub const MAX_POINTS: u64 = 1 << 21;
+
+/// Policies other than LRU simulate each point on its own TLB, side by side, and every reference
+/// looks up every one of them: at most this many TLBs.
+pub const MAX_TLBS: u64 = 256;
+
+/// Policies other than LRU: at most this many entries in all their TLBs together (each entry
+/// takes about 80 bytes).
+pub const MAX_TLB_ENTRIES: u64 = 1 << 22;
+
+/// Set-associative LRU keeps, for each number of sets at each page size, one stack per set as
+/// deep as the widest associativity at that set count, and a reference searches and shifts its
+/// set's stack at each of them: at most this much depth summed over them.
+pub const MAX_SET_DEPTH: u64 = 1 << 14;
+
+/// Set-associative LRU: at most this many stack slots (sets times depth, 8 bytes each) in all.
+pub const MAX_SET_SLOTS: u64 = 1 << 26;
+
+/// What a curve holds and does, from its points ([`CurveSpec::cost`]); [`CurveSpec::pairs`]
+/// refuses a curve above any of the bounds [`MAX_POINTS`], [`MAX_TLBS`], [`MAX_TLB_ENTRIES`],
+/// [`MAX_SET_DEPTH`] and [`MAX_SET_SLOTS`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Points over all page sizes.
+    pub points: u64,
+    /// TLBs simulated side by side (policies other than LRU).
+    pub tlbs: u64,
+    /// Their entries, all together.
+    pub tlb_entries: u64,
+    /// Set-associative LRU: the depth of the per-set stacks, summed over set counts and page
+    /// sizes (what one reference may search).
+    pub set_depth: u64,
+    /// Set-associative LRU: their slots (sets times depth), all together.
+    pub set_slots: u64,
+}
+
 /// Parses `--entries`: a comma list of sizes (`8,16,32`), or a range `A..B` (every size from A to
 /// B inclusive). Returns the sizes and whether it was a range.
 pub fn parse_entries(s: &str) -> Result<(Vec<u32>, bool), ParamError> {
     let bad = |what: &str| {
         ParamError::new(
             "--entries",
-            format!("expected sizes like 8,16,32,64 or a range like 1..4096, got '{s}' ({what})"),
+            format!("expected sizes like 8,16,32,64 or a range like 1..4096, got '{}' ({what})", shorten(s)),
         )
     };
     let num = |t: &str| -> Result<u32, ParamError> {
-        let n: u32 = t.trim().parse().map_err(|_| bad(&format!("'{}' is not a number", t.trim())))?;
+        let n: u32 = t.trim().parse().map_err(|_| bad(&format!("'{}' is not a number", shorten(t.trim()))))?;
         if n == 0 {
             return Err(bad("a TLB has at least 1 entry"));
+        }
+        if n > MAX_SIZE {
+            return Err(bad(&format!("at most {MAX_SIZE} entries")));
         }
         Ok(n)
     };
@@ -162,27 +205,41 @@ pub fn parse_entries(s: &str) -> Result<(Vec<u32>, bool), ParamError> {
         if a > b {
             return Err(bad("the range is empty"));
         }
-        if b > 1 << 20 {
-            return Err(bad("at most 1048576 entries"));
-        }
         return Ok(((a..=b).collect(), true));
     }
     let mut v = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for t in s.split(',') {
         let n = num(t)?;
-        if n > 1 << 20 {
-            return Err(bad("at most 1048576 entries"));
-        }
-        if !v.contains(&n) {
+        if seen.insert(n) {
             v.push(n);
         }
     }
     Ok((v, false))
 }
 
+/// `s` as an error line quotes it: cut to a length that fits the line, control characters
+/// (a line break) escaped.
+fn shorten(s: &str) -> String {
+    const MAX: usize = 60;
+    let mut out = String::new();
+    for c in s.chars().take(MAX) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if s.chars().nth(MAX).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
 /// Parses `--ways`: a comma list of way counts and `full`.
 pub fn parse_ways(s: &str) -> Result<Vec<Ways>, ParamError> {
     let mut v = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for t in s.split(',').map(str::trim) {
         let w = if t == "full" {
             Ways::Full
@@ -193,12 +250,12 @@ pub fn parse_ways(s: &str) -> Result<Vec<Ways>, ParamError> {
                 Err(_) => {
                     return Err(ParamError::new(
                         "--ways",
-                        format!("expected way counts and `full` like full,1,2,4,8, got '{t}'"),
+                        format!("expected way counts and `full` like full,1,2,4,8, got '{}'", shorten(t)),
                     ))
                 }
             }
         };
-        if !v.contains(&w) {
+        if seen.insert(w) {
             v.push(w);
         }
     }
@@ -211,12 +268,33 @@ pub fn parse_policy(s: &str) -> Result<Policy, ParamError> {
         .into_iter()
         .find(|p| p.name() == s)
         .ok_or_else(|| {
-            ParamError::new("--policy", format!("unknown policy '{s}': expected lru, fifo, random, nru or plru"))
+            ParamError::new(
+                "--policy",
+                format!("unknown policy '{}': expected lru, fifo, random, nru or plru", shorten(s)),
+            )
         })
 }
 
+/// Why `e` entries of `w` ways are not a TLB of `policy`, if they are not.
+fn unfit(e: u32, w: u32, policy: Policy) -> Option<String> {
+    let sets = e / w.max(1);
+    if w > e {
+        Some(format!("{w} ways exceed {e} entries"))
+    } else if e % w != 0 {
+        Some(format!("{w} ways do not divide {e} entries"))
+    } else if !sets.is_power_of_two() {
+        Some(format!("{e} entries of {w} ways make {sets} sets, expected a power of two"))
+    } else if policy == Policy::Plru && !w.is_power_of_two() {
+        Some(format!("plru needs a power-of-two number of ways, got {w}"))
+    } else {
+        None
+    }
+}
+
 impl CurveSpec {
-    /// The (entries, ways) pairs to compute, checked: entries-major, in the order asked for.
+    /// The (entries, ways) pairs to compute, checked: entries-major, in the order asked for. A
+    /// size listed twice counts once. A curve above one of the bounds of [`Cost`] is refused
+    /// before anything is allocated for it.
     pub fn pairs(&self) -> Result<Vec<(u32, u32)>, ParamError> {
         if self.entries.is_empty() {
             return Err(ParamError::new("--entries", "no size given"));
@@ -224,40 +302,98 @@ impl CurveSpec {
         if self.ways.is_empty() {
             return Err(ParamError::new("--ways", "no associativity given"));
         }
-        let mut pairs = Vec::new();
-        let mut used = vec![false; self.ways.len()];
+        let mut entries = Vec::with_capacity(self.entries.len().min(MAX_SIZE as usize));
+        let mut place = std::collections::HashMap::new();
         for &e in &self.entries {
-            let first = pairs.len();
+            if !(1..=MAX_SIZE).contains(&e) {
+                return Err(ParamError::new("--entries", format!("expected sizes from 1 to {MAX_SIZE}, got {e}")));
+            }
+            if let std::collections::hash_map::Entry::Vacant(v) = place.entry(e) {
+                v.insert(entries.len());
+                entries.push(e);
+            }
+        }
+        for w in &self.ways {
+            if *w == Ways::N(0) {
+                return Err(ParamError::new("--ways", "0 ways: a set has at least 1 way"));
+            }
+        }
+        let page_sizes = self.page_sizes.len().max(1) as u64;
+        let too_many = |pairs: u64| {
+            ParamError::new(
+                "--entries",
+                format!(
+                    "at least {} points ({pairs} pairs of size and associativity at each of {page_sizes} page size{}), more than the {MAX_POINTS} a curve computes: list fewer sizes, associativities or page sizes",
+                    pairs.saturating_mul(page_sizes),
+                    if page_sizes == 1 { "" } else { "s" }
+                ),
+            )
+        };
+        let max_pairs = MAX_POINTS / page_sizes;
+        let mut used = vec![false; self.ways.len()];
+        // (place of the size, place of the associativity, ways).
+        let mut found: Vec<(usize, usize, u32)> = Vec::new();
+        if self.entries_range {
+            // Only the sizes each associativity fits: every size for `full`, `n` times a power of
+            // two for `n` ways (no search through every size for every associativity).
             for (i, w) in self.ways.iter().enumerate() {
-                let w = match *w {
-                    Ways::Full => e,
-                    Ways::N(n) => n,
-                };
-                let sets = e / w.max(1);
-                let why = if w > e {
-                    Some(format!("{w} ways exceed {e} entries"))
-                } else if e % w != 0 {
-                    Some(format!("{w} ways do not divide {e} entries"))
-                } else if !sets.is_power_of_two() {
-                    Some(format!("{e} entries of {w} ways make {sets} sets, expected a power of two"))
-                } else if self.policy == Policy::Plru && !w.is_power_of_two() {
-                    Some(format!("plru needs a power-of-two number of ways, got {w}"))
-                } else {
-                    None
-                };
-                match why {
-                    None => {
-                        used[i] = true;
-                        // `full` and an explicit way count can name the same pair: once.
-                        if !pairs[first..].contains(&(e, w)) {
-                            pairs.push((e, w));
+                match *w {
+                    Ways::Full => {
+                        for (p, &e) in entries.iter().enumerate() {
+                            if unfit(e, e, self.policy).is_none() {
+                                found.push((p, i, e));
+                            }
                         }
                     }
-                    Some(msg) if !self.entries_range => return Err(ParamError::new("--ways", msg)),
-                    Some(_) => {}
+                    Ways::N(n) => {
+                        let mut e = n as u64;
+                        while e <= MAX_SIZE as u64 {
+                            if let Some(&p) = place.get(&(e as u32)) {
+                                if unfit(e as u32, n, self.policy).is_none() {
+                                    found.push((p, i, n));
+                                }
+                            }
+                            e *= 2;
+                        }
+                    }
+                }
+                if found.len() as u64 > max_pairs + self.ways.len() as u64 {
+                    return Err(too_many(found.len() as u64));
+                }
+            }
+            found.sort_unstable_by_key(|&(p, i, _)| (p, i));
+        } else {
+            for (p, &e) in entries.iter().enumerate() {
+                for (i, w) in self.ways.iter().enumerate() {
+                    let w = match *w {
+                        Ways::Full => e,
+                        Ways::N(n) => n,
+                    };
+                    if let Some(msg) = unfit(e, w, self.policy) {
+                        return Err(ParamError::new("--ways", msg));
+                    }
+                    found.push((p, i, w));
+                }
+                if found.len() as u64 > max_pairs + self.ways.len() as u64 {
+                    return Err(too_many(found.len() as u64));
                 }
             }
         }
+        let mut pairs = Vec::with_capacity(found.len());
+        let mut fa_at = usize::MAX;
+        for &(p, i, w) in &found {
+            used[i] = true;
+            let e = entries[p];
+            // `full` and an explicit way count can name the same pair: once.
+            if e == w {
+                if fa_at == p {
+                    continue;
+                }
+                fa_at = p;
+            }
+            pairs.push((e, w));
+        }
+        drop(found);
         if let Some(i) = used.iter().position(|u| !u) {
             let w = match self.ways[i] {
                 Ways::Full => "full".to_string(),
@@ -267,6 +403,9 @@ impl CurveSpec {
                 "--ways",
                 format!("{w} ways fit none of the sizes of --entries (ways must divide entries into a power-of-two number of sets)"),
             ));
+        }
+        if pairs.len() as u64 > max_pairs {
+            return Err(too_many(pairs.len() as u64));
         }
         if self.page_sizes.is_empty() {
             return Err(ParamError::new("--page-size", "no page size given"));
@@ -278,6 +417,9 @@ impl CurveSpec {
                     format!("expected a power of two from 1024 to 2^40 bytes, got {p}"),
                 ));
             }
+        }
+        if let Some(i) = (1..self.page_sizes.len()).find(|&i| self.page_sizes[..i].contains(&self.page_sizes[i])) {
+            return Err(ParamError::new("--page-size", format!("page size {} is given twice", self.page_sizes[i])));
         }
         if let Some(r) = self.sample {
             if !(r > 0.0 && r <= 1.0) {
@@ -293,7 +435,76 @@ impl CurveSpec {
                 ));
             }
         }
+        self.check_cost(&self.cost(&pairs))?;
         Ok(pairs)
+    }
+
+    /// What the curve of `pairs` (from [`CurveSpec::pairs`]) holds and does.
+    pub fn cost(&self, pairs: &[(u32, u32)]) -> Cost {
+        let p = self.page_sizes.len() as u64;
+        let mut c = Cost { points: pairs.len() as u64 * p, ..Cost::default() };
+        if self.policy != Policy::Lru {
+            c.tlbs = c.points;
+            c.tlb_entries = pairs.iter().map(|&(e, _)| e as u64).sum::<u64>() * p;
+        } else {
+            // The deepest associativity at each number of sets (a power of two: by its log).
+            let mut depth = [0u64; 64];
+            for &(e, w) in pairs.iter().filter(|(e, w)| e != w) {
+                let k = (e / w).trailing_zeros() as usize;
+                depth[k] = depth[k].max(w as u64);
+            }
+            c.set_depth = depth.iter().sum::<u64>() * p;
+            c.set_slots = depth.iter().enumerate().map(|(k, d)| d << k).sum::<u64>() * p;
+        }
+        c
+    }
+
+    /// Refuses a curve above one of the bounds of [`Cost`].
+    fn check_cost(&self, c: &Cost) -> Result<(), ParamError> {
+        let (policy, what) = (self.policy.name(), "list fewer sizes, associativities or page sizes");
+        if c.points > MAX_POINTS {
+            return Err(ParamError::new(
+                "--entries",
+                format!("{} points over all page sizes, more than the {MAX_POINTS} a curve computes: {what}", c.points),
+            ));
+        }
+        if c.tlbs > MAX_TLBS {
+            return Err(ParamError::new(
+                "--entries",
+                format!(
+                    "policy {policy} simulates each size, associativity and page size on its own TLB, side by side: {} TLBs, more than {MAX_TLBS}: {what} (powers of two, say), or use --policy lru, which gives every size in one pass",
+                    c.tlbs
+                ),
+            ));
+        }
+        if c.tlb_entries > MAX_TLB_ENTRIES {
+            return Err(ParamError::new(
+                "--entries",
+                format!(
+                    "policy {policy} simulates each size on its own TLB, side by side: {} entries in all, more than {MAX_TLB_ENTRIES}: {what}",
+                    c.tlb_entries
+                ),
+            ));
+        }
+        if c.set_depth > MAX_SET_DEPTH {
+            return Err(ParamError::new(
+                "--ways",
+                format!(
+                    "set-associative LRU searches a stack as deep as the widest associativity at each number of sets and page size: {} deep in all, more than {MAX_SET_DEPTH}: list fewer or narrower associativities (`full` has no such bound)",
+                    c.set_depth
+                ),
+            ));
+        }
+        if c.set_slots > MAX_SET_SLOTS {
+            return Err(ParamError::new(
+                "--ways",
+                format!(
+                    "set-associative LRU keeps the entries of the largest size at each number of sets and page size: {} in all, more than {MAX_SET_SLOTS}: {what} (`full` has no such bound)",
+                    c.set_slots
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -615,36 +826,55 @@ impl Lane {
                 (misses * self.lookups as f64 / tracked as f64).round() as u64
             }
         };
+        // Hits up to each distance, so that each point is one subtraction.
+        let fa_hits =
+            self.fa.as_ref().map(|fa| (cumulative(&fa.stack.hist), fa.near.as_ref().map(|n| cumulative(&n.hist))));
+        let set_hits: Vec<Vec<u64>> = self.sets.iter().map(|s| cumulative(&s.stacks.hist)).collect();
         let points = pairs
             .iter()
-            .map(|&(e, w)| {
-                let misses = if let Some((_, _, _, m)) = self.tlbs.iter().find(|t| t.0 == e && t.1 == w) {
-                    *m
+            .enumerate()
+            .map(|(i, &(e, w))| {
+                let misses = if !self.tlbs.is_empty() {
+                    // One TLB per pair, in order.
+                    debug_assert_eq!((self.tlbs[i].0, self.tlbs[i].1), (e, w));
+                    self.tlbs[i].3
                 } else if e == w {
                     let fa = self.fa.as_ref().expect("an FA stack for FA pairs");
-                    let h = &fa.stack.hist;
+                    let (hits, near) = fa_hits.as_ref().expect("an FA stack for FA pairs");
                     if fa.threshold == u64::MAX {
-                        self.lookups - h[1..=e as usize].iter().sum::<u64>()
+                        self.lookups - hits[e as usize]
                     } else if e <= NEAR {
-                        self.lookups - fa.near.as_ref().expect("sampled").hist[1..=e as usize].iter().sum::<u64>()
+                        self.lookups - near.as_ref().expect("sampled")[e as usize]
                     } else {
                         // A sampled distance d counts the page itself and d - 1 sampled pages
                         // between its uses, which stand for (d - 1) / R pages: a hit at size e
                         // when 1 + (d - 1) / R <= e.
-                        let reach = ((1.0 + (e - 1) as f64 * self.rate + 1e-9).floor() as usize).min(h.len() - 2);
-                        let hits: u64 = h[1..=reach].iter().sum();
-                        scale(fa.tracked, (fa.tracked - hits) as f64)
+                        let reach =
+                            ((1.0 + (e - 1) as f64 * self.rate + 1e-9).floor() as usize).min(fa.stack.hist.len() - 2);
+                        scale(fa.tracked, (fa.tracked - hits[reach]) as f64)
                     }
                 } else {
-                    let s = self.sets.iter().find(|s| s.sets == e / w).expect("stacks for each set count");
-                    let hits: u64 = s.stacks.hist[1..=w as usize].iter().sum();
-                    scale(s.tracked, (s.tracked - hits) as f64)
+                    let k = self.sets.iter().position(|s| s.sets == e / w).expect("stacks for each set count");
+                    let s = &self.sets[k];
+                    scale(s.tracked, (s.tracked - set_hits[k][w as usize]) as f64)
                 };
                 Point { entries: e, ways: w, misses }
             })
             .collect();
         PageCurve { page_size: self.page_size.bytes(), lookups: self.lookups, points }
     }
+}
+
+/// `c[d]`: the references of histogram `hist` at distances 1 to `d` (`hist[0]` is unused).
+fn cumulative(hist: &[u64]) -> Vec<u64> {
+    let mut c = Vec::with_capacity(hist.len());
+    let mut sum = 0u64;
+    c.push(0);
+    for &h in hist.iter().skip(1) {
+        sum += h;
+        c.push(sum);
+    }
+    c
 }
 
 /// Computes the curves of `spec` in one pass over `reader` (read on its own thread). `progress`
