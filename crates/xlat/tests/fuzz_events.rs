@@ -250,6 +250,13 @@ fn designs() -> Vec<System> {
         )
         .unwrap()
     };
+    // One huge buddy region split down to 8 KB superpages and recombined.
+    let mut huge = shadow(ShadowPolicy::All, ShadowMethod::Remap, ShadowAllocator::Buddy, 8 << 10, 8 << 10);
+    huge.name = "huge-buddy-region".into();
+    huge.shadow.partition = vec![(8 << 10, 4), (64 << 10, 2), (1 << 38, 1)];
+    let memory = huge.memory.as_mut().unwrap();
+    memory.dram_bytes = Some(4 << 30);
+    memory.pa_bits = Some(40);
     let mut mach = Config::preset("mach3-r3000").unwrap();
     mach.os.memory_bytes = 1 << 24;
     let mut x86 = Config::preset("x86-64").unwrap();
@@ -270,6 +277,7 @@ fn designs() -> Vec<System> {
         shadow(Markers, Copy, Buckets, 2 << 20, 8 << 20),
         shadow(Heap, Copy, Buddy, 16 << 10, 4 << 10),
         shadow(Markers, Remap, Buddy, 3 << 20, 1 << 20),
+        huge,
         reservation("promote", true),
         reservation("static", false),
         mach,

@@ -370,6 +370,30 @@ fn heap_increments_of_odd_sizes_are_counted_as_if_planned_one_by_one() {
     }
 }
 
+/// A buddy range of one 256 GB region and 8 KB superpages: each `MADV_HUGEPAGE` of 8 KB splits
+/// the region down to 8 KB and each unmap recombines it whole. The free regions of a size are
+/// kept as runs, so neither costs 2^25 regions (it took half a minute and a gigabyte of memory
+/// when they were kept one by one).
+#[test]
+fn a_huge_buddy_region_split_to_the_smallest_superpage_and_back_costs_a_run_per_size() {
+    let mut cfg = preset("swanson98-mtlb");
+    cfg.os.shadow_superpages = ShadowPolicy::Markers;
+    cfg.shadow.allocator = ShadowAllocator::Buddy;
+    cfg.shadow.partition = vec![(8 << 10, 1), (1 << 38, 1)];
+    let memory = cfg.memory.as_mut().unwrap();
+    memory.dram_bytes = Some(4 << 30);
+    memory.pa_bits = Some(40);
+    let base = 0x4000_0000u64;
+    let mut recs = Vec::new();
+    for _ in 0..4 {
+        recs.extend([madvise(base, 8 << 10), access(Kind::Store, base), Record::Unmap { start: base, len: 8 << 10 }]);
+    }
+    let s = run(&cfg, &recs);
+    let sh = s.os().shadow_stats().unwrap();
+    assert_eq!((sh.superpages, sh.torn_down, sh.failures, sh.live_superpages), (4, 4, 0, 0));
+    s.check_translations().unwrap();
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a

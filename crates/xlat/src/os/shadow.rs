@@ -31,9 +31,69 @@ pub struct ShadowPool {
     /// Superpage sizes, ascending (bytes, powers of two).
     sizes: Vec<u64>,
     /// Free regions per size (index as `sizes`), lowest address taken first.
-    free: Vec<std::collections::BTreeSet<u64>>,
+    free: Vec<Runs>,
     base: u64,
     bytes: u64,
+}
+
+/// Free regions of one size as maximal runs of adjacent regions, `start -> end` (bytes): a
+/// bucket of any count, or a large region split into many small ones, is one run, so the
+/// pool's memory and time grow with the runs, not with the regions in them.
+#[derive(Clone, Debug, Default)]
+struct Runs(std::collections::BTreeMap<u64, u64>);
+
+impl Runs {
+    /// Frees `[lo, hi)`, joined to the runs it touches.
+    fn insert(&mut self, mut lo: u64, mut hi: u64) {
+        if let Some((&s, &e)) = self.0.range(..=lo).next_back() {
+            if e == lo {
+                self.0.remove(&s);
+                lo = s;
+            }
+        }
+        if let Some(e) = self.0.remove(&hi) {
+            hi = e;
+        }
+        self.0.insert(lo, hi);
+    }
+
+    /// True if every byte of `[lo, hi)` is free.
+    fn covers(&self, lo: u64, hi: u64) -> bool {
+        lo >= hi || self.0.range(..=lo).next_back().is_some_and(|(_, &e)| e >= hi)
+    }
+
+    /// Takes `[lo, hi)`, which [`Runs::covers`].
+    fn take(&mut self, lo: u64, hi: u64) {
+        if lo >= hi {
+            return;
+        }
+        let (&s, &e) = self.0.range(..=lo).next_back().expect("a run covers the range");
+        self.0.remove(&s);
+        if s < lo {
+            self.0.insert(s, lo);
+        }
+        if hi < e {
+            self.0.insert(hi, e);
+        }
+    }
+
+    /// The lowest free region of `size` bytes.
+    fn pop_first(&mut self, size: u64) -> Option<u64> {
+        let (s, e) = self.0.pop_first()?;
+        if e - s > size {
+            self.0.insert(s + size, e);
+        }
+        Some(s)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Free regions of `size` bytes.
+    fn count(&self, size: u64) -> u64 {
+        self.0.iter().map(|(s, e)| (e - s) / size).sum()
+    }
 }
 
 impl ShadowPool {
@@ -47,18 +107,21 @@ impl ShadowPool {
                 "the shadow base {base:#x} must be aligned to the largest superpage ({largest} bytes)"
             ));
         }
-        let mut free = vec![std::collections::BTreeSet::new(); sizes.len()];
+        let mut free = vec![Runs::default(); sizes.len()];
         let mut at = base;
         let mut sorted = partition.to_vec();
         sorted.sort();
+        let too_large =
+            || format!("the shadow regions {partition:?} from {base:#x} run past the end of the address space");
         for (size, count) in sorted {
             // Each bucket starts aligned to its size.
-            at = at.div_ceil(size) * size;
+            at = at.checked_next_multiple_of(size).ok_or_else(too_large)?;
+            let end = count.checked_mul(size).and_then(|b| at.checked_add(b)).ok_or_else(too_large)?;
             let i = sizes.iter().position(|&s| s == size).expect("size listed");
-            for k in 0..count {
-                free[i].insert(at + k * size);
+            if end > at {
+                free[i].insert(at, end);
             }
-            at += count * size;
+            at = end;
         }
         Ok(ShadowPool { kind: ShadowAllocator::Buckets, sizes, free, base, bytes: at - base })
     }
@@ -67,16 +130,13 @@ impl ShadowPool {
     pub fn buddy(base: u64, bytes: u64, sizes: &[u64]) -> Result<ShadowPool, String> {
         let sizes = check_sizes(sizes.iter().copied())?;
         let largest = *sizes.last().expect("at least one size");
-        if base % largest != 0 || bytes % largest != 0 || bytes == 0 {
+        if base % largest != 0 || bytes % largest != 0 || bytes == 0 || base.checked_add(bytes).is_none() {
             return Err(format!(
-                "the shadow range ({bytes} bytes from {base:#x}) must be a non-empty multiple of, and aligned to, the largest superpage ({largest} bytes)"
+                "the shadow range ({bytes} bytes from {base:#x}) must be a non-empty multiple of, and aligned to, the largest superpage ({largest} bytes), below 2^64"
             ));
         }
-        let mut free = vec![std::collections::BTreeSet::new(); sizes.len()];
-        let top = sizes.len() - 1;
-        for k in 0..bytes / largest {
-            free[top].insert(base + k * largest);
-        }
+        let mut free = vec![Runs::default(); sizes.len()];
+        free[sizes.len() - 1].insert(base, base + bytes);
         Ok(ShadowPool { kind: ShadowAllocator::Buddy, sizes, free, base, bytes })
     }
 
@@ -93,7 +153,7 @@ impl ShadowPool {
     /// A free region of `size` bytes (one of `sizes`), or none left.
     pub fn alloc(&mut self, size: u64) -> Option<u64> {
         let i = self.sizes.iter().position(|&s| s == size)?;
-        if let Some(a) = self.free[i].pop_first() {
+        if let Some(a) = self.free[i].pop_first(size) {
             return Some(a);
         }
         if self.kind == ShadowAllocator::Buckets {
@@ -101,14 +161,12 @@ impl ShadowPool {
         }
         // Buddy: split the smallest larger free region.
         let j = (i + 1..self.sizes.len()).find(|&j| !self.free[j].is_empty())?;
-        let a = self.free[j].pop_first().expect("non-empty");
+        let a = self.free[j].pop_first(self.sizes[j]).expect("non-empty");
         for k in (i..j).rev() {
             // Keep the first piece of the next size down and free the others (sizes are powers
             // of two, not necessarily adjacent ones: Figure 2's grow by 4).
             let (big, small) = (self.sizes[k + 1], self.sizes[k]);
-            for p in 1..big / small {
-                self.free[k].insert(a + p * small);
-            }
+            self.free[k].insert(a + small, a + big);
         }
         Some(a)
     }
@@ -124,23 +182,22 @@ impl ShadowPool {
             while i + 1 < self.sizes.len() {
                 let (big, small) = (self.sizes[i + 1], self.sizes[i]);
                 let parent = self.base + (a - self.base) / big * big;
-                let pieces: Vec<u64> = (0..big / small).map(|p| parent + p * small).filter(|&p| p != a).collect();
-                if !pieces.iter().all(|p| self.free[i].contains(p)) {
+                let (before, after) = ((parent, a), (a + small, parent + big));
+                if !(self.free[i].covers(before.0, before.1) && self.free[i].covers(after.0, after.1)) {
                     break;
                 }
-                for p in pieces {
-                    self.free[i].remove(&p);
-                }
+                self.free[i].take(before.0, before.1);
+                self.free[i].take(after.0, after.1);
                 a = parent;
                 i += 1;
             }
         }
-        self.free[i].insert(a);
+        self.free[i].insert(a, a + self.sizes[i]);
     }
 
     /// Free regions per size (ascending sizes).
     pub fn free_counts(&self) -> Vec<u64> {
-        self.free.iter().map(|f| f.len() as u64).collect()
+        self.free.iter().zip(&self.sizes).map(|(f, &s)| f.count(s)).collect()
     }
 }
 
@@ -1049,6 +1106,113 @@ mod tests {
         &[8 << 10, 1 << 20],
         &[16 << 10, 32 << 10, 64 << 10, 1 << 30],
     ];
+
+    /// The pool as first written: every free region kept one by one.
+    struct OneByOne {
+        buddy: bool,
+        sizes: Vec<u64>,
+        free: Vec<std::collections::BTreeSet<u64>>,
+        base: u64,
+    }
+
+    impl OneByOne {
+        fn alloc(&mut self, size: u64) -> Option<u64> {
+            let i = self.sizes.iter().position(|&s| s == size)?;
+            if let Some(a) = self.free[i].pop_first() {
+                return Some(a);
+            }
+            if !self.buddy {
+                return None;
+            }
+            let j = (i + 1..self.sizes.len()).find(|&j| !self.free[j].is_empty())?;
+            let a = self.free[j].pop_first().unwrap();
+            for k in (i..j).rev() {
+                let (big, small) = (self.sizes[k + 1], self.sizes[k]);
+                for p in 1..big / small {
+                    self.free[k].insert(a + p * small);
+                }
+            }
+            Some(a)
+        }
+
+        fn free(&mut self, addr: u64, size: u64) {
+            let mut i = self.sizes.iter().position(|&s| s == size).unwrap();
+            let mut a = addr;
+            while self.buddy && i + 1 < self.sizes.len() {
+                let (big, small) = (self.sizes[i + 1], self.sizes[i]);
+                let parent = self.base + (a - self.base) / big * big;
+                let pieces: Vec<u64> = (0..big / small).map(|p| parent + p * small).filter(|&p| p != a).collect();
+                if !pieces.iter().all(|p| self.free[i].contains(p)) {
+                    break;
+                }
+                for p in pieces {
+                    self.free[i].remove(&p);
+                }
+                a = parent;
+                i += 1;
+            }
+            self.free[i].insert(a);
+        }
+    }
+
+    #[test]
+    fn runs_of_free_regions_allocate_as_regions_kept_one_by_one() {
+        let partition = [(16u64 << 10, 40), (64 << 10, 9), (256 << 10, 5), (1 << 20, 3), (16 << 20, 3)];
+        let sizes: Vec<u64> = partition.iter().map(|p| p.0).collect();
+        let base = 1u64 << 30;
+        for buddy in [false, true] {
+            let mut r = Rng(if buddy { 5 } else { 3 });
+            let mut pool = if buddy {
+                ShadowPool::buddy(base, 48 << 20, &sizes).unwrap()
+            } else {
+                ShadowPool::buckets(base, &partition).unwrap()
+            };
+            let mut old = OneByOne { buddy, sizes: sizes.clone(), free: vec![Default::default(); sizes.len()], base };
+            if buddy {
+                for k in 0..3 {
+                    old.free[4].insert(base + k * (16 << 20));
+                }
+            } else {
+                let mut at = base;
+                for (i, &(size, count)) in partition.iter().enumerate() {
+                    at = at.div_ceil(size) * size;
+                    for k in 0..count {
+                        old.free[i].insert(at + k * size);
+                    }
+                    at += count * size;
+                }
+            }
+            let mut held: Vec<(u64, u64)> = Vec::new();
+            for step in 0..20_000 {
+                if held.is_empty() || r.next() % 5 < 3 {
+                    let size = sizes[(r.next() % sizes.len() as u64) as usize];
+                    let got = pool.alloc(size);
+                    assert_eq!(got, old.alloc(size), "step {step}");
+                    if let Some(a) = got {
+                        held.push((a, size));
+                    }
+                } else {
+                    let (a, size) = held.swap_remove((r.next() % held.len() as u64) as usize);
+                    pool.free(a, size);
+                    old.free(a, size);
+                }
+                let counts: Vec<u64> = old.free.iter().map(|f| f.len() as u64).collect();
+                assert_eq!(pool.free_counts(), counts, "step {step}");
+            }
+        }
+    }
+
+    /// A buddy range of one 2^39-byte region split down to 8 KB keeps a run per size, not 2^26
+    /// regions, and recombines whole.
+    #[test]
+    fn splitting_a_huge_region_down_to_the_smallest_size_takes_a_run_per_size() {
+        let mut pool = ShadowPool::buddy(1 << 40, 1 << 39, &[8 << 10, 1 << 39]).unwrap();
+        let a = pool.alloc(8 << 10).unwrap();
+        assert_eq!(pool.free_counts(), vec![(1 << 26) - 1, 0]);
+        assert_eq!(pool.free.iter().map(|f| f.0.len()).sum::<usize>(), 1);
+        pool.free(a, 8 << 10);
+        assert_eq!(pool.free_counts(), vec![0, 1]);
+    }
 
     #[test]
     fn runs_are_the_plan() {
