@@ -747,23 +747,20 @@ impl SnapshotReport {
 
 /// The pages of `p` in units of `2^to_shift` bytes, given snapshot pages of `2^from_shift`
 /// bytes: a design page is mapped if any snapshot page inside it is resident, and a snapshot
-/// page larger than the design's page maps all the design pages it covers.
-fn pages_in(p: &ProcessSnapshot, from_shift: u32, to_shift: u32) -> Vec<u64> {
-    if from_shift == to_shift {
-        return p.resident.clone();
-    }
-    let mut out = Vec::with_capacity(p.resident.len());
-    if from_shift > to_shift {
-        let k = 1u64 << (from_shift - to_shift);
-        for &v in &p.resident {
-            let base = v << (from_shift - to_shift);
-            out.extend(base..base + k);
-        }
-    } else {
-        out.extend(p.resident.iter().map(|&v| v >> (to_shift - from_shift)));
-        out.dedup();
-    }
-    out
+/// page larger than the design's page maps all the design pages it covers. Ascending, without
+/// duplicates, and made one at a time: the design pages of a snapshot of large pages are
+/// bounded by the design's memory (prefaulting them runs out of frames), never held in a list.
+fn pages_in(p: &ProcessSnapshot, from_shift: u32, to_shift: u32) -> impl Iterator<Item = u64> + '_ {
+    let (up, down) = (from_shift.saturating_sub(to_shift), to_shift.saturating_sub(from_shift));
+    let mut last = None;
+    p.resident
+        .iter()
+        // The pages were checked to lie in the design's address space: no shift overflows.
+        .flat_map(move |&v| {
+            let base = v << up;
+            (0..1u64 << up).map(move |k| (base + k) >> down)
+        })
+        .filter(move |&v| last.replace(v) != Some(v))
 }
 
 /// Builds each design's page table from `snap` — every resident page of every process mapped
@@ -808,10 +805,11 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
             }
         }
     }
-    let pages: Vec<Vec<u64>> = snap.processes.iter().map(|p| pages_in(p, snap_shift, shift)).collect();
-    for (i, vpns) in pages.iter().enumerate() {
+    for (i, p) in snap.processes.iter().enumerate() {
         let asid = Asid(i as u32);
-        for &v in vpns {
+        let mut n = 0u64;
+        for v in pages_in(p, snap_shift, shift) {
+            n += 1;
             // Each page is faulted in through the design's OS model, so page reservation,
             // superpages and partial-subblock PTEs shape the table as they would at run time.
             sys.prefault(asid, Vpn(v)).map_err(|e| match e {
@@ -824,11 +822,11 @@ fn evaluate_one(snap: &Snapshot, config: &Config) -> Result<SnapshotReport, Snap
                 },
             })?;
         }
-        per_process.push(vpns.len() as u64);
+        per_process.push(n);
     }
-    for (i, vpns) in pages.iter().enumerate() {
+    for (i, p) in snap.processes.iter().enumerate() {
         let asid = Asid(i as u32);
-        for &v in vpns {
+        for v in pages_in(p, snap_shift, shift) {
             rec.reset();
             let found = sys.page_table_mut().walk(asid, Vpn(v), &mut NoTlb, &mut rec);
             debug_assert!(found.is_some(), "a mapped page is found");
@@ -1152,6 +1150,18 @@ mod tests {
         assert_eq!(r[1].size.table_bytes, 8 * 24);
         assert_eq!(r[0].walks, 3);
         assert!(r[0].walk_refs >= 3);
+    }
+
+    /// One resident page of 64 TB is 2^34 pages of 4 KB: they are faulted in one at a time until
+    /// the design's memory runs out, never listed first.
+    #[test]
+    fn a_snapshot_of_huge_pages_runs_out_of_memory_without_listing_its_small_pages() {
+        let snap = one_process(vec![1], 1 << 46);
+        let mut d = design("");
+        d.page_table.va_bits = 64;
+        d.os.memory_bytes = 1 << 26;
+        let e = evaluate(&snap, &[d]).unwrap_err().to_string();
+        assert!(e.starts_with("config 'd': physical memory exhausted after 16384 frames"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use xlat::addr::{Asid, Vpn};
 use xlat::config::Config;
 use xlat::engine::System;
-use xlat::os::shadow::{ShadowMethod, ShadowPolicy};
+use xlat::os::shadow::{ShadowAllocator, ShadowMethod, ShadowPolicy};
 use xlat::trace::map_flags::{HEAP, READ, WRITE};
 use xlat::trace::{sysno, Kind, Record};
 
@@ -234,6 +234,172 @@ fn shadow_superpages_reject_what_they_cannot_model() {
         "x.toml",
     );
     assert!(bad.unwrap_err().to_string().contains("flush_cycles"));
+}
+
+/// Superpages of Figure 2's sizes: (bytes, regions of the shadow range).
+const FIGURE2: [(u64, u64); 6] =
+    [(16 << 10, 1024), (64 << 10, 256), (256 << 10, 128), (1 << 20, 64), (4 << 20, 32), (16 << 20, 16)];
+
+/// A heap mapping of most of a 47-bit address space (and a second one after it) under the
+/// modified sbrk: the 8 MB at the heap's 16 MB-aligned start make two 4 MB superpages, each 2 MB
+/// increment two 1 MB superpages until the 64 regions of 1 MB are gone; every later increment
+/// fails. The model counts those failures without planning each increment: its steps stay a
+/// few per superpage made, whatever the mapping's length.
+#[test]
+fn a_heap_mapping_of_half_the_address_space_counts_its_failures_without_walking_them() {
+    let heap = 0x1000_0000u64;
+    let len = 0x7f00_0000_0000u64;
+    let one = vec![Record::Map { start: heap, len, flags: RW | HEAP }, access(Kind::Store, heap + 0x1234)];
+    let mut two = one.clone();
+    two.insert(1, Record::Map { start: heap + len, len, flags: RW | HEAP });
+    let cfg = preset("swanson98-mtlb");
+    let mut steps = Vec::new();
+    for (maps, recs) in [(1, one), (2, two)] {
+        let s = run(&cfg, &recs);
+        let sh = s.os().shadow_stats().unwrap();
+        let increments = (maps * len - (8 << 20)) / (2 << 20);
+        let pieces = 2 + 2 * increments;
+        assert_eq!((sh.superpages, sh.failures), (2 + 64, pieces - 66), "{maps} maps");
+        assert_eq!(sh.pages_allocated, 2 * 1024 + 64 * 256);
+        assert_eq!(s.os().shadow_heap(Asid(0)), Some((heap, heap + maps * len)));
+        assert_eq!(s.stats().page_faults, 0, "the store falls in the first superpage");
+        s.check_translations().unwrap();
+        steps.push(s.os().shadow_steps());
+    }
+    assert!(steps[0] < 1000, "{steps:?}");
+    assert!(steps[1] < steps[0] + 100, "a second mapping adds no superpage and few steps: {steps:?}");
+}
+
+/// A `MADV_HUGEPAGE` of 2^64 - 1 bytes from 2^47 (the region ends at the top of the address
+/// space): the 16 regions of 16 MB go to its first superpages, the rest of its 16 MB
+/// superpages fail and are counted together; the tail below 2^64 steps down through 4 MB, 1 MB,
+/// 256 KB, 64 KB and 16 KB superpages, three of each. No allocation grows with the region.
+#[test]
+fn an_madvise_to_the_end_of_the_address_space_maps_what_the_shadow_range_holds() {
+    let start = 1u64 << 47;
+    let big = ((1u64 << 63) - (1 << 46)) / (8 << 20) - 1; // 16 MB superpages in [2^47, 2^64 - 16 MB)
+    for (method, allocator) in [
+        (ShadowMethod::Remap, ShadowAllocator::Buckets),
+        (ShadowMethod::Remap, ShadowAllocator::Buddy),
+        (ShadowMethod::Copy, ShadowAllocator::Buckets),
+    ] {
+        let mut cfg = preset("swanson98-mtlb");
+        cfg.os.shadow_superpages = ShadowPolicy::Markers;
+        cfg.shadow.method = method;
+        cfg.shadow.allocator = allocator;
+        let s = run(&cfg, &[madvise(start, u64::MAX), access(Kind::Store, start + 8)]);
+        let sh = s.os().shadow_stats().unwrap();
+        let tail = 5 * 3;
+        assert_eq!(sh.superpages + sh.failures, big + tail, "{method:?} {allocator:?}");
+        let made = match (method, allocator) {
+            // Figure 2's buckets: all 16 of 16 MB, and the tail (each bucket has three left).
+            (ShadowMethod::Remap, ShadowAllocator::Buckets) => 16 + tail,
+            // A buddy range of 512 MB: 32 of 16 MB, then nothing is left for the tail.
+            (ShadowMethod::Remap, ShadowAllocator::Buddy) => 32,
+            // Contiguous frames: 63 blocks of 16 MB in the 1008 MB of frames, none left over.
+            _ => 63,
+        };
+        assert_eq!(sh.superpages, made, "{method:?} {allocator:?}");
+        assert_eq!(s.stats().page_faults, 0, "{method:?} {allocator:?}");
+        assert!(s.os().shadow_steps() < 1000, "{method:?} {allocator:?}: {} steps", s.os().shadow_steps());
+        s.check_translations().unwrap();
+    }
+    // Sizes the tail would use are the figure's.
+    assert_eq!(
+        FIGURE2.iter().map(|p| p.0).collect::<Vec<_>>(),
+        preset("swanson98-mtlb").shadow.partition.iter().map(|p| p.0).collect::<Vec<_>>()
+    );
+}
+
+/// Heap increments that cannot hold a superpage, or whose superpages' sizes have no region
+/// left, are skipped together; increments meeting superpages already there are planned one by
+/// one (their superpages are not tried, nor counted as failures). A 20 KB increment holds a
+/// 16 KB superpage only where it starts at most 4 KB before a 16 KB boundary.
+#[test]
+fn heap_increments_of_odd_sizes_are_counted_as_if_planned_one_by_one() {
+    let heap = 0x1000_0000u64;
+    let len = 1u64 << 46;
+    for (step, initial) in [(20u64 << 10, 16u64 << 10), (4 << 10, 12 << 10), (16 << 10, 8 << 20), (3 << 20, 4 << 10)] {
+        let mut cfg = preset("swanson98-mtlb");
+        cfg.os.shadow_superpages = ShadowPolicy::All;
+        cfg.shadow.sbrk_increment = step;
+        cfg.shadow.sbrk_initial = initial;
+        // A superpage made ahead of the heap, inside its future range.
+        let ahead = heap + (64 << 20);
+        let recs = vec![
+            Record::Map { start: ahead, len: 1 << 20, flags: RW },
+            Record::Map { start: heap, len, flags: RW | HEAP },
+        ];
+        let s = run(&cfg, &recs);
+        let sh = s.os().shadow_stats().unwrap();
+        // Each increment planned alone, over every size.
+        let sizes: Vec<u64> = FIGURE2.iter().map(|p| p.0).collect();
+        let mut pieces = 0u64;
+        let mut covered = 0u64;
+        let mut a = heap;
+        let piece_count = |a: u64, e: u64| xlat::os::shadow::plan_runs(a, e, &sizes).map(|r| r.2).sum::<u64>();
+        let overlapping = |a: u64, e: u64| {
+            xlat::os::shadow::plan_runs(a, e, &sizes)
+                .flat_map(|(va, sz, n)| (0..n).map(move |k| (va + k * sz, sz)))
+                .filter(|&(va, sz)| va < ahead + (1 << 20) && ahead < va + sz)
+                .count() as u64
+        };
+        // The first growth, then the increments: an increment holds as many superpages as the
+        // one 16 MB further on; those over the superpage ahead skip the pieces it overlaps.
+        let first_end = a + initial;
+        pieces += piece_count(a, first_end);
+        covered += overlapping(a, first_end);
+        a = first_end;
+        let n = (heap + len - a).div_ceil(step);
+        // Increments repeat every lcm(step, 16 MB) bytes; count one period and multiply.
+        let period = {
+            let g = gcd(step, 16 << 20);
+            (16u64 << 20) / g
+        };
+        let per_period: u64 = (0..period.min(n)).map(|j| piece_count(a + j * step, a + (j + 1) * step)).sum();
+        let full = n / period;
+        pieces += per_period * full;
+        pieces += (full * period..n).map(|j| piece_count(a + j * step, a + (j + 1) * step)).sum::<u64>();
+        for j in (ahead - a) / step..=(ahead + (1 << 20) - 1 - a) / step {
+            covered += overlapping(a + j * step, a + (j + 1) * step);
+        }
+        // The superpage ahead is made first (1 MB), so the heap's pieces over it are skipped.
+        assert_eq!(sh.superpages + sh.failures + covered, pieces + 1, "step {step} initial {initial}");
+        assert!(s.os().shadow_steps() < 20_000, "step {step}: {} steps", s.os().shadow_steps());
+        s.check_translations().unwrap();
+    }
+}
+
+/// A buddy range of one 256 GB region and 8 KB superpages: each `MADV_HUGEPAGE` of 8 KB splits
+/// the region down to 8 KB and each unmap recombines it whole. The free regions of a size are
+/// kept as runs, so neither costs 2^25 regions (it took half a minute and a gigabyte of memory
+/// when they were kept one by one).
+#[test]
+fn a_huge_buddy_region_split_to_the_smallest_superpage_and_back_costs_a_run_per_size() {
+    let mut cfg = preset("swanson98-mtlb");
+    cfg.os.shadow_superpages = ShadowPolicy::Markers;
+    cfg.shadow.allocator = ShadowAllocator::Buddy;
+    cfg.shadow.partition = vec![(8 << 10, 1), (1 << 38, 1)];
+    let memory = cfg.memory.as_mut().unwrap();
+    memory.dram_bytes = Some(4 << 30);
+    memory.pa_bits = Some(40);
+    let base = 0x4000_0000u64;
+    let mut recs = Vec::new();
+    for _ in 0..4 {
+        recs.extend([madvise(base, 8 << 10), access(Kind::Store, base), Record::Unmap { start: base, len: 8 << 10 }]);
+    }
+    let s = run(&cfg, &recs);
+    let sh = s.os().shadow_stats().unwrap();
+    assert_eq!((sh.superpages, sh.torn_down, sh.failures, sh.live_superpages), (4, 4, 0, 0));
+    s.check_translations().unwrap();
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// What the property test does: events and accesses over a few regions.

@@ -289,7 +289,10 @@ impl System {
         let stride = self.mach().cfg.copy_stride;
         let mut off = 0;
         while off < len {
-            let a = addr + off;
+            // A buffer ends at the top of the address space.
+            let Some(a) = addr.checked_add(off) else {
+                break;
+            };
             self.mach().stats.references += 1;
             let l1 = self.dpath.levels[0] as usize;
             self.stats.tlb[l1].accesses += 1;
@@ -298,7 +301,10 @@ impl System {
             if self.caches.is_some() {
                 self.line_refs(kind, a, (pfn << PAGE_SHIFT) | (a & 0xfff));
             }
-            off += stride;
+            let Some(next) = off.checked_add(stride) else {
+                break;
+            };
+            off = next;
         }
         Ok(())
     }
@@ -310,14 +316,20 @@ impl System {
         let mut off = 0;
         while off < len {
             let k = kmsg + off % kmsg_bytes;
+            let Some(u) = user.checked_add(off) else {
+                break;
+            };
             if to_kmsg {
-                self.user_copy(Kind::Load, user + off, 1)?;
+                self.user_copy(Kind::Load, u, 1)?;
                 self.kref(Kind::Store, k);
             } else {
                 self.kref(Kind::Load, k);
-                self.user_copy(Kind::Store, user + off, 1)?;
+                self.user_copy(Kind::Store, u, 1)?;
             }
-            off += stride;
+            let Some(next) = off.checked_add(stride) else {
+                break;
+            };
+            off = next;
         }
         Ok(())
     }

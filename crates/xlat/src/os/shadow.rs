@@ -31,9 +31,69 @@ pub struct ShadowPool {
     /// Superpage sizes, ascending (bytes, powers of two).
     sizes: Vec<u64>,
     /// Free regions per size (index as `sizes`), lowest address taken first.
-    free: Vec<std::collections::BTreeSet<u64>>,
+    free: Vec<Runs>,
     base: u64,
     bytes: u64,
+}
+
+/// Free regions of one size as maximal runs of adjacent regions, `start -> end` (bytes): a
+/// bucket of any count, or a large region split into many small ones, is one run, so the
+/// pool's memory and time grow with the runs, not with the regions in them.
+#[derive(Clone, Debug, Default)]
+struct Runs(std::collections::BTreeMap<u64, u64>);
+
+impl Runs {
+    /// Frees `[lo, hi)`, joined to the runs it touches.
+    fn insert(&mut self, mut lo: u64, mut hi: u64) {
+        if let Some((&s, &e)) = self.0.range(..=lo).next_back() {
+            if e == lo {
+                self.0.remove(&s);
+                lo = s;
+            }
+        }
+        if let Some(e) = self.0.remove(&hi) {
+            hi = e;
+        }
+        self.0.insert(lo, hi);
+    }
+
+    /// True if every byte of `[lo, hi)` is free.
+    fn covers(&self, lo: u64, hi: u64) -> bool {
+        lo >= hi || self.0.range(..=lo).next_back().is_some_and(|(_, &e)| e >= hi)
+    }
+
+    /// Takes `[lo, hi)`, which [`Runs::covers`].
+    fn take(&mut self, lo: u64, hi: u64) {
+        if lo >= hi {
+            return;
+        }
+        let (&s, &e) = self.0.range(..=lo).next_back().expect("a run covers the range");
+        self.0.remove(&s);
+        if s < lo {
+            self.0.insert(s, lo);
+        }
+        if hi < e {
+            self.0.insert(hi, e);
+        }
+    }
+
+    /// The lowest free region of `size` bytes.
+    fn pop_first(&mut self, size: u64) -> Option<u64> {
+        let (s, e) = self.0.pop_first()?;
+        if e - s > size {
+            self.0.insert(s + size, e);
+        }
+        Some(s)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Free regions of `size` bytes.
+    fn count(&self, size: u64) -> u64 {
+        self.0.iter().map(|(s, e)| (e - s) / size).sum()
+    }
 }
 
 impl ShadowPool {
@@ -47,18 +107,21 @@ impl ShadowPool {
                 "the shadow base {base:#x} must be aligned to the largest superpage ({largest} bytes)"
             ));
         }
-        let mut free = vec![std::collections::BTreeSet::new(); sizes.len()];
+        let mut free = vec![Runs::default(); sizes.len()];
         let mut at = base;
         let mut sorted = partition.to_vec();
         sorted.sort();
+        let too_large =
+            || format!("the shadow regions {partition:?} from {base:#x} run past the end of the address space");
         for (size, count) in sorted {
             // Each bucket starts aligned to its size.
-            at = at.div_ceil(size) * size;
+            at = at.checked_next_multiple_of(size).ok_or_else(too_large)?;
+            let end = count.checked_mul(size).and_then(|b| at.checked_add(b)).ok_or_else(too_large)?;
             let i = sizes.iter().position(|&s| s == size).expect("size listed");
-            for k in 0..count {
-                free[i].insert(at + k * size);
+            if end > at {
+                free[i].insert(at, end);
             }
-            at += count * size;
+            at = end;
         }
         Ok(ShadowPool { kind: ShadowAllocator::Buckets, sizes, free, base, bytes: at - base })
     }
@@ -67,16 +130,13 @@ impl ShadowPool {
     pub fn buddy(base: u64, bytes: u64, sizes: &[u64]) -> Result<ShadowPool, String> {
         let sizes = check_sizes(sizes.iter().copied())?;
         let largest = *sizes.last().expect("at least one size");
-        if base % largest != 0 || bytes % largest != 0 || bytes == 0 {
+        if base % largest != 0 || bytes % largest != 0 || bytes == 0 || base.checked_add(bytes).is_none() {
             return Err(format!(
-                "the shadow range ({bytes} bytes from {base:#x}) must be a non-empty multiple of, and aligned to, the largest superpage ({largest} bytes)"
+                "the shadow range ({bytes} bytes from {base:#x}) must be a non-empty multiple of, and aligned to, the largest superpage ({largest} bytes), below 2^64"
             ));
         }
-        let mut free = vec![std::collections::BTreeSet::new(); sizes.len()];
-        let top = sizes.len() - 1;
-        for k in 0..bytes / largest {
-            free[top].insert(base + k * largest);
-        }
+        let mut free = vec![Runs::default(); sizes.len()];
+        free[sizes.len() - 1].insert(base, base + bytes);
         Ok(ShadowPool { kind: ShadowAllocator::Buddy, sizes, free, base, bytes })
     }
 
@@ -93,7 +153,7 @@ impl ShadowPool {
     /// A free region of `size` bytes (one of `sizes`), or none left.
     pub fn alloc(&mut self, size: u64) -> Option<u64> {
         let i = self.sizes.iter().position(|&s| s == size)?;
-        if let Some(a) = self.free[i].pop_first() {
+        if let Some(a) = self.free[i].pop_first(size) {
             return Some(a);
         }
         if self.kind == ShadowAllocator::Buckets {
@@ -101,14 +161,12 @@ impl ShadowPool {
         }
         // Buddy: split the smallest larger free region.
         let j = (i + 1..self.sizes.len()).find(|&j| !self.free[j].is_empty())?;
-        let a = self.free[j].pop_first().expect("non-empty");
+        let a = self.free[j].pop_first(self.sizes[j]).expect("non-empty");
         for k in (i..j).rev() {
             // Keep the first piece of the next size down and free the others (sizes are powers
             // of two, not necessarily adjacent ones: Figure 2's grow by 4).
             let (big, small) = (self.sizes[k + 1], self.sizes[k]);
-            for p in 1..big / small {
-                self.free[k].insert(a + p * small);
-            }
+            self.free[k].insert(a + small, a + big);
         }
         Some(a)
     }
@@ -124,23 +182,22 @@ impl ShadowPool {
             while i + 1 < self.sizes.len() {
                 let (big, small) = (self.sizes[i + 1], self.sizes[i]);
                 let parent = self.base + (a - self.base) / big * big;
-                let pieces: Vec<u64> = (0..big / small).map(|p| parent + p * small).filter(|&p| p != a).collect();
-                if !pieces.iter().all(|p| self.free[i].contains(p)) {
+                let (before, after) = ((parent, a), (a + small, parent + big));
+                if !(self.free[i].covers(before.0, before.1) && self.free[i].covers(after.0, after.1)) {
                     break;
                 }
-                for p in pieces {
-                    self.free[i].remove(&p);
-                }
+                self.free[i].take(before.0, before.1);
+                self.free[i].take(after.0, after.1);
                 a = parent;
                 i += 1;
             }
         }
-        self.free[i].insert(a);
+        self.free[i].insert(a, a + self.sizes[i]);
     }
 
     /// Free regions per size (ascending sizes).
     pub fn free_counts(&self) -> Vec<u64> {
-        self.free.iter().map(|f| f.len() as u64).collect()
+        self.free.iter().zip(&self.sizes).map(|(f, &s)| f.count(s)).collect()
     }
 }
 
@@ -157,20 +214,117 @@ fn check_sizes(sizes: impl Iterator<Item = u64>) -> Result<Vec<u64>, String> {
 /// swanson98 §2.4's mapping algorithm over the virtual region `[start, end)`: from the first
 /// address aligned to the smallest superpage size, maximal superpages (the largest size whose
 /// alignment the address has and that fits before `end`); what lies before that address, and a
-/// tail smaller than the smallest size, stays in base pages. Returns (virtual address, size).
+/// tail smaller than the smallest size, stays in base pages. Returns (virtual address, size),
+/// one entry per superpage: for regions of bounded length ([`plan_runs`] describes any region
+/// in a few runs).
 pub fn plan(start: u64, end: u64, sizes: &[u64]) -> Vec<(u64, u64)> {
-    let Some(&smallest) = sizes.iter().min() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut va = start.div_ceil(smallest) * smallest;
-    while va < end && end - va >= smallest {
-        let size =
-            sizes.iter().copied().filter(|&s| va % s == 0 && end - va >= s).max().expect("the smallest size fits");
-        out.push((va, size));
-        va += size;
+    let mut sorted = sizes.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    plan_runs(start, end, &sorted).flat_map(|(va, size, n)| (0..n).map(move |k| (va + k * size, size))).collect()
+}
+
+/// [`plan`] as runs `(va, size, count)`: `count` superpages of `size` bytes one after another
+/// from `va`. `sizes` are ascending distinct powers of two. The plan climbs the sizes while the
+/// addresses gain alignment, then steps down them towards `end`, so each size makes at most two
+/// runs: a region of any length takes a handful of runs.
+pub fn plan_runs(start: u64, end: u64, sizes: &[u64]) -> PlanRuns<'_> {
+    debug_assert!(sizes.windows(2).all(|w| w[0] < w[1]), "ascending sizes");
+    let va = sizes.first().and_then(|&s| start.checked_next_multiple_of(s)).unwrap_or(end);
+    PlanRuns { sizes, va, end }
+}
+
+/// The iterator of [`plan_runs`].
+#[derive(Clone, Debug)]
+pub struct PlanRuns<'a> {
+    sizes: &'a [u64],
+    va: u64,
+    end: u64,
+}
+
+impl Iterator for PlanRuns<'_> {
+    type Item = (u64, u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64, u64)> {
+        let (va, end) = (self.va, self.end);
+        let &smallest = self.sizes.first()?;
+        if va >= end || end - va < smallest {
+            return None;
+        }
+        // The largest size aligned at `va` that fits (the smallest always does: `va` is aligned
+        // to it).
+        let i = self.sizes.iter().rposition(|&s| va % s == 0 && end - va >= s)?;
+        let size = self.sizes[i];
+        let fit = (end - va) / size;
+        // The run goes on until the next size up is aligned and fits (a larger one is aligned
+        // only where the next one is, and fits only where the next one does).
+        let count = match self.sizes.get(i + 1) {
+            Some(&up) => match va.checked_next_multiple_of(up) {
+                Some(at) if at.checked_add(up).is_some_and(|e| e <= end) => (at - va) / size,
+                _ => fit,
+            },
+            None => fit,
+        };
+        self.va = va + count * size;
+        Some((va, size, count))
     }
-    out
+}
+
+/// `Σ_{j<n} ⌊(a·j + b) / m⌋` for `m > 0`, exact while the sum fits in 128 bits (every term
+/// added on the way is part of it).
+fn floor_sum(mut n: u128, mut m: u128, mut a: u128, mut b: u128) -> u128 {
+    let mut sum = 0u128;
+    loop {
+        if a >= m {
+            let pairs = if n % 2 == 0 { n / 2 * n.saturating_sub(1) } else { n * ((n - 1) / 2) };
+            sum += pairs * (a / m);
+            a %= m;
+        }
+        if b >= m {
+            sum += n * (b / m);
+            b %= m;
+        }
+        let y = a * n + b;
+        if y < m {
+            return sum;
+        }
+        n = y / m;
+        b = y % m;
+        std::mem::swap(&mut m, &mut a);
+    }
+}
+
+/// Over the chunks `[h + j·step, h + (j+1)·step)`, `j < n` (all below 2^64), the number of
+/// `2^bits`-aligned blocks of `2^bits` bytes inside each, summed.
+fn aligned_blocks(h: u64, step: u64, n: u64, bits: u32) -> u128 {
+    let m = 1u128 << bits;
+    let (h, step) = (h as u128, step as u128);
+    if step < m || n == 0 {
+        // A chunk shorter than a block holds none.
+        return 0;
+    }
+    // Blocks in [x, x + step): ⌊(x + step) / m⌋ - ⌈x / m⌉, never negative as step >= m.
+    floor_sum(n as u128, m, step, h + step) - floor_sum(n as u128, m, step, h + m - 1)
+}
+
+/// The superpages [`plan`] makes in each of the chunks `[h + j·step, h + (j+1)·step)`, `j < n`
+/// (all below 2^64), counting only the sizes whose bit is set in `mask` (bit i: `sizes[i]`,
+/// ascending powers of two), summed; in time independent of `n`. A piece of size `s_i` comes
+/// from the part of the chunk that aligned blocks of `s_i` cover and blocks of the next size
+/// up do not (the maximal superpages are the maximal aligned blocks, cut to the largest size
+/// that fits in them).
+fn chunk_pieces(h: u64, step: u64, n: u64, sizes: &[u64], mask: u64) -> u128 {
+    let mut total = 0u128;
+    for (i, &s) in sizes.iter().enumerate() {
+        if mask >> i & 1 == 0 {
+            continue;
+        }
+        let mine = aligned_blocks(h, step, n, s.trailing_zeros());
+        let above =
+            sizes.get(i + 1).map_or(0, |&up| aligned_blocks(h, step, n, up.trailing_zeros()) * (up / s) as u128);
+        total += mine - above;
+    }
+    total
 }
 
 /// When the OS builds shadow superpages (`os.shadow_superpages`, swanson98 §2.3).
@@ -380,6 +534,8 @@ pub(crate) struct Shadow {
     pub heap: std::collections::HashMap<u32, (u64, u64)>,
     pub ops: Vec<MemOp>,
     pub stats: ShadowStats,
+    /// Steps taken over regions and heap increments (see [`Os::shadow_steps`]).
+    pub steps: u64,
 }
 
 impl Shadow {
@@ -458,6 +614,7 @@ impl Shadow {
             heap: Default::default(),
             ops: Vec::new(),
             stats: ShadowStats::default(),
+            steps: 0,
         })
     }
 
@@ -475,6 +632,33 @@ impl Shadow {
             v.extend(self.supers.range((asid, from)..=(asid, last)).map(|(&(_, f), &s)| (f, s)));
         }
         v
+    }
+
+    /// The end (first VPN past it) of the last superpage of `asid` overlapping `[first, last]`.
+    fn overlap_end(&self, asid: u32, first: u64, last: u64) -> Option<u64> {
+        let (&(a, f), s) = self.supers.range(..=(asid, last)).next_back()?;
+        // Superpages do not overlap: if the last one starting by `last` ends before `first`, so
+        // do all before it.
+        (a == asid && f + s.pages > first).then_some(f + s.pages)
+    }
+
+    /// Of `count` superpages of `pages` pages each from VPN `first`, those that overlap no
+    /// superpage of `asid` (the ones a plan would try to make).
+    fn unmapped_pieces(&self, asid: u32, first: u64, pages: u64, count: u64) -> u64 {
+        if count == 0 {
+            return 0;
+        }
+        let last = first + (count * pages - 1);
+        let (mut covered, mut next) = (0, 0);
+        for (f, s) in self.overlapping(asid, first, last) {
+            let a = ((f.max(first) - first) / pages).max(next);
+            let z = ((f + (s.pages - 1)).min(last) - first) / pages;
+            if a <= z {
+                covered += z - a + 1;
+                next = z + 1;
+            }
+        }
+        count - covered
     }
 }
 
@@ -496,6 +680,15 @@ impl Os {
     /// Shadow-superpage counters, if the OS builds them.
     pub fn shadow_stats(&self) -> Option<ShadowStats> {
         self.shadow.as_ref().map(|s| ShadowStats { live_superpages: s.supers.len() as u64, ..s.stats })
+    }
+
+    /// Steps the model has taken to walk the regions and heap increments asked for: runs of
+    /// superpages, superpages tried one by one, increments looked at, counts of many increments
+    /// at once (the work on each page of a superpage made or torn down is not among them).
+    /// However long the regions, it grows with the superpages made and the superpages already
+    /// there, not with the bytes.
+    pub fn shadow_steps(&self) -> u64 {
+        self.shadow.as_ref().map_or(0, |s| s.steps)
     }
 
     /// Moves the memory-side operations asked for since the last call into `out` (cleared
@@ -539,7 +732,10 @@ impl Os {
 
     /// The heap of `asid` grew to cover `[start, end)`: the modified `sbrk` maps
     /// `shadow.sbrk_initial` bytes in superpages at its first growth and
-    /// `shadow.sbrk_increment` more each time it grows past what is mapped.
+    /// `shadow.sbrk_increment` more each time it grows past what is mapped. Increments that
+    /// can make no superpage (every size they would use has no region left, none overlaps a
+    /// superpage already there) are counted together, so a growth of any length costs time in
+    /// proportion to the superpages made, not to the bytes.
     pub fn shadow_heap_grow(
         &mut self,
         asid: Asid,
@@ -548,19 +744,110 @@ impl Os {
         ops: &mut Vec<PtOp>,
         shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
     ) -> Result<(), OutOfMemory> {
-        let Some(s) = &self.shadow else {
+        let Some(mut sh) = self.shadow.take() else {
             return Ok(());
         };
-        let (initial, increment) = (s.cfg.sbrk_initial, s.cfg.sbrk_increment);
-        let (lo, mut hi) = s.heap.get(&asid.0).copied().unwrap_or((start, start));
+        let r = self.shadow_heap_grow_in(&mut sh, asid, start, end, ops, shootdown);
+        self.shadow = Some(sh);
+        r
+    }
+
+    fn shadow_heap_grow_in(
+        &mut self,
+        sh: &mut Shadow,
+        asid: Asid,
+        start: u64,
+        end: u64,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<(), OutOfMemory> {
+        let (initial, step) = (sh.cfg.sbrk_initial, sh.cfg.sbrk_increment);
+        let (lo, mut hi) = sh.heap.get(&asid.0).copied().unwrap_or((start, start));
+        let mut dry = 0u64;
         while hi < end {
-            let chunk = if hi == lo { initial } else { increment };
-            let next = hi.saturating_add(chunk);
-            self.shadow.as_mut().expect("shadow").heap.insert(asid.0, (lo, next));
-            self.shadow_region(asid, hi, next, ops, shootdown)?;
+            sh.steps += 1;
+            if hi == lo {
+                let next = hi.saturating_add(initial);
+                sh.heap.insert(asid.0, (lo, next));
+                self.shadow_region_in(sh, asid, hi, next, &mut dry, ops, shootdown)?;
+                hi = next;
+                continue;
+            }
+            // Whole increments that start before `end` and end by 2^64 (the last one below
+            // 2^64 is cut short there).
+            let n = ((u64::MAX - hi) / step).min((end - hi).div_ceil(step));
+            let idle = self.idle_increments(sh, asid, hi, n, dry);
+            if idle > 0 {
+                let shift = self.paging.page_size.shift();
+                let sizes: Vec<u64> = sh.sizes.iter().map(|p| p << shift).collect();
+                let all = u64::MAX >> (64 - sizes.len());
+                let failed = chunk_pieces(hi, step, idle, &sizes, all);
+                sh.stats.failures = sh.stats.failures.saturating_add(u64::try_from(failed).unwrap_or(u64::MAX));
+                hi += idle * step;
+                sh.heap.insert(asid.0, (lo, hi));
+                continue;
+            }
+            let next = hi.saturating_add(step);
+            sh.heap.insert(asid.0, (lo, next));
+            self.shadow_region_in(sh, asid, hi, next, &mut dry, ops, shootdown)?;
             hi = next;
         }
         Ok(())
+    }
+
+    /// How many of the `n` increments of the heap of `asid` from `hi` make no superpage and
+    /// change nothing, from the first: each superpage they would make is of a size in `dry`
+    /// (bit i: `sizes[i]`; its allocator found no region since the last superpage made) and
+    /// overlaps no superpage already mapped.
+    fn idle_increments(&self, sh: &mut Shadow, asid: Asid, hi: u64, n: u64, dry: u64) -> u64 {
+        let shift = self.paging.page_size.shift();
+        let step = sh.cfg.sbrk_increment;
+        let first = hi >> shift;
+        if n == 0 || sh.covering(asid.0, first).is_some() {
+            return 0;
+        }
+        // Up to the increment holding the next superpage mapped.
+        let mut limit = n;
+        if let Some((&(a, f), _)) = sh.supers.range((asid.0, first + 1)..=(asid.0, u64::MAX)).next() {
+            debug_assert_eq!(a, asid.0);
+            limit = limit.min(((f << shift) - hi) / step);
+        }
+        let sizes: Vec<u64> = sh.sizes.iter().map(|p| p << shift).collect();
+        let live = !dry & (u64::MAX >> (64 - sizes.len()));
+        if live == 0 || limit == 0 {
+            return limit;
+        }
+        // The first increment with a superpage of a size that may find a region: gallop, then
+        // halve (the count of such superpages only grows with the increments taken).
+        let steps = &mut sh.steps;
+        let mut any = |k: u64| {
+            *steps += 1;
+            chunk_pieces(hi, step, k, &sizes, live) > 0
+        };
+        if any(1) {
+            return 0;
+        }
+        let (mut idle, mut busy) = (1u64, None);
+        while busy.is_none() && idle < limit {
+            let k = idle.saturating_mul(2).min(limit);
+            if any(k) {
+                busy = Some(k);
+            } else {
+                idle = k;
+            }
+        }
+        let Some(mut busy) = busy else {
+            return limit;
+        };
+        while busy - idle > 1 {
+            let mid = idle + (busy - idle) / 2;
+            if any(mid) {
+                busy = mid;
+            } else {
+                idle = mid;
+            }
+        }
+        idle
     }
 
     /// Maps the virtual bytes `[start, end)` of `asid` in superpages by §2.4's algorithm:
@@ -582,89 +869,113 @@ impl Os {
         let Some(mut sh) = self.shadow.take() else {
             return Ok(0);
         };
-        let r = self.shadow_region_in(&mut sh, asid, start, end, ops, shootdown);
+        let r = self.shadow_region_in(&mut sh, asid, start, end, &mut 0, ops, shootdown);
         self.shadow = Some(sh);
         r
     }
 
+    /// [`Os::shadow_region`] on the state taken out of the OS. `dry` (bit i: size i) holds the
+    /// sizes whose allocation failed since the last superpage was made: until one is made, an
+    /// allocation of such a size fails again and changes nothing (no region or block is freed
+    /// meanwhile), so the superpages of a run of that size are counted as failures together
+    /// and a region of any length costs time in proportion to the superpages made.
+    #[allow(clippy::too_many_arguments)]
     fn shadow_region_in(
         &mut self,
         sh: &mut Shadow,
         asid: Asid,
         start: u64,
         end: u64,
+        dry: &mut u64,
         ops: &mut Vec<PtOp>,
         shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
     ) -> Result<u64, OutOfMemory> {
         let shift = self.paging.page_size.shift();
         let sizes: Vec<u64> = sh.sizes.iter().map(|p| p << shift).collect();
         let mut made = 0;
-        for (va, bytes) in plan(start, end, &sizes) {
-            let (first, pages) = (va >> shift, bytes >> shift);
-            if !sh.overlapping(asid.0, first, first + pages - 1).is_empty() {
-                continue;
-            }
-            let base = match sh.cfg.method {
-                ShadowMethod::Remap => sh.pool.as_mut().expect("remap has a pool").alloc(bytes).map(|a| a >> shift),
-                ShadowMethod::Copy => self.frames.alloc_block(pages),
-            };
-            let Some(base) = base else {
-                sh.stats.failures += 1;
-                continue;
-            };
-            let mut copied = 0;
-            for j in 0..pages {
-                let vpn = first + j;
-                let va = vpn << shift;
-                let old = self.resident.get(&(asid.0, vpn)).copied();
-                if old.is_some() {
-                    ops.push(PtOp::Unmap(asid, Vpn(vpn)));
+        for (run_va, bytes, count) in plan_runs(start, end, &sizes) {
+            sh.steps += 1;
+            let size_bit = 1u64 << sizes.iter().position(|&s| s == bytes).expect("a planned size");
+            let (run_first, pages) = (run_va >> shift, bytes >> shift);
+            let mut k = 0;
+            while k < count {
+                sh.steps += 1;
+                let first = run_first + k * pages;
+                if *dry & size_bit != 0 {
+                    let failed = sh.unmapped_pieces(asid.0, first, pages, count - k);
+                    sh.stats.failures = sh.stats.failures.saturating_add(failed);
+                    break;
                 }
-                match sh.cfg.method {
-                    ShadowMethod::Remap => {
-                        let real = match old {
-                            Some(f) => f,
-                            None => {
-                                let f = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
-                                self.resident.insert((asid.0, vpn), f);
-                                sh.stats.pages_allocated += 1;
-                                f
-                            }
-                        };
-                        sh.ops.push(MemOp::Flush {
-                            asid: asid.0,
-                            va,
-                            pa: old.map(|f| f << shift),
-                            purge: false,
-                            create: true,
-                        });
-                        sh.ops.push(MemOp::Table { shadow: base + j, real: Some(real) });
+                // A superpage already there: on past it.
+                if let Some(past) = sh.overlap_end(asid.0, first, first + (pages - 1)) {
+                    k = (k + 1).max((past - run_first).div_ceil(pages));
+                    continue;
+                }
+                k += 1;
+                let base = match sh.cfg.method {
+                    ShadowMethod::Remap => sh.pool.as_mut().expect("remap has a pool").alloc(bytes).map(|a| a >> shift),
+                    ShadowMethod::Copy => self.frames.alloc_block(pages),
+                };
+                let Some(base) = base else {
+                    sh.stats.failures += 1;
+                    *dry |= size_bit;
+                    continue;
+                };
+                *dry = 0;
+                let mut copied = 0;
+                for j in 0..pages {
+                    let vpn = first + j;
+                    let va = vpn << shift;
+                    let old = self.resident.get(&(asid.0, vpn)).copied();
+                    if old.is_some() {
+                        ops.push(PtOp::Unmap(asid, Vpn(vpn)));
                     }
-                    ShadowMethod::Copy => {
-                        match old {
-                            Some(f) => {
-                                sh.ops.push(MemOp::Discard { asid: asid.0, va, pa: f << shift });
-                                self.release(f, None);
-                                copied += 1;
-                            }
-                            None => sh.stats.pages_allocated += 1,
+                    match sh.cfg.method {
+                        ShadowMethod::Remap => {
+                            let real = match old {
+                                Some(f) => f,
+                                None => {
+                                    let f = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+                                    self.resident.insert((asid.0, vpn), f);
+                                    sh.stats.pages_allocated += 1;
+                                    f
+                                }
+                            };
+                            sh.ops.push(MemOp::Flush {
+                                asid: asid.0,
+                                va,
+                                pa: old.map(|f| f << shift),
+                                purge: false,
+                                create: true,
+                            });
+                            sh.ops.push(MemOp::Table { shadow: base + j, real: Some(real) });
                         }
-                        self.resident.insert((asid.0, vpn), base + j);
+                        ShadowMethod::Copy => {
+                            match old {
+                                Some(f) => {
+                                    sh.ops.push(MemOp::Discard { asid: asid.0, va, pa: f << shift });
+                                    self.release(f, None);
+                                    copied += 1;
+                                }
+                                None => sh.stats.pages_allocated += 1,
+                            }
+                            self.resident.insert((asid.0, vpn), base + j);
+                        }
                     }
                 }
+                let size = PageSize::from_shift(shift + pages.trailing_zeros()).expect("validated superpage size");
+                ops.push(PtOp::Map(asid, Vpn(first), Pte { pfn: Pfn(base), size, valid: 0 }));
+                shootdown.push((asid, Vpn(first), Vpn(first + pages - 1)));
+                sh.supers.insert((asid.0, first), Super { pages, base });
+                *sh.refs.entry(base).or_insert(0) += 1;
+                let st = &mut sh.stats;
+                st.superpages += 1;
+                st.pages_remapped += pages;
+                st.pages_copied += copied;
+                st.copy_cycles += copied * sh.cfg.copy_page_cycles;
+                st.page_cycles += pages * sh.cfg.page_cycles;
+                made += 1;
             }
-            let size = PageSize::from_shift(shift + pages.trailing_zeros()).expect("validated superpage size");
-            ops.push(PtOp::Map(asid, Vpn(first), Pte { pfn: Pfn(base), size, valid: 0 }));
-            shootdown.push((asid, Vpn(first), Vpn(first + pages - 1)));
-            sh.supers.insert((asid.0, first), Super { pages, base });
-            *sh.refs.entry(base).or_insert(0) += 1;
-            let st = &mut sh.stats;
-            st.superpages += 1;
-            st.pages_remapped += pages;
-            st.pages_copied += copied;
-            st.copy_cycles += copied * sh.cfg.copy_page_cycles;
-            st.page_cycles += pages * sh.cfg.page_cycles;
-            made += 1;
         }
         Ok(made)
     }
@@ -759,5 +1070,197 @@ impl Os {
         if let Some(sh) = self.shadow.as_deref_mut() {
             sh.heap.remove(&asid.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// §2.4's algorithm one superpage at a time, as first written.
+    fn plan_one_by_one(start: u64, end: u64, sizes: &[u64]) -> Vec<(u64, u64)> {
+        let smallest = sizes[0];
+        let mut out = Vec::new();
+        let mut va = start.div_ceil(smallest) * smallest;
+        while va < end && end - va >= smallest {
+            let size = sizes.iter().copied().filter(|&s| va % s == 0 && end - va >= s).max().unwrap();
+            out.push((va, size));
+            va += size;
+        }
+        out
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    const SIZE_SETS: [&[u64]; 4] = [
+        &[16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20],
+        &[8 << 10],
+        &[8 << 10, 1 << 20],
+        &[16 << 10, 32 << 10, 64 << 10, 1 << 30],
+    ];
+
+    /// The pool as first written: every free region kept one by one.
+    struct OneByOne {
+        buddy: bool,
+        sizes: Vec<u64>,
+        free: Vec<std::collections::BTreeSet<u64>>,
+        base: u64,
+    }
+
+    impl OneByOne {
+        fn alloc(&mut self, size: u64) -> Option<u64> {
+            let i = self.sizes.iter().position(|&s| s == size)?;
+            if let Some(a) = self.free[i].pop_first() {
+                return Some(a);
+            }
+            if !self.buddy {
+                return None;
+            }
+            let j = (i + 1..self.sizes.len()).find(|&j| !self.free[j].is_empty())?;
+            let a = self.free[j].pop_first().unwrap();
+            for k in (i..j).rev() {
+                let (big, small) = (self.sizes[k + 1], self.sizes[k]);
+                for p in 1..big / small {
+                    self.free[k].insert(a + p * small);
+                }
+            }
+            Some(a)
+        }
+
+        fn free(&mut self, addr: u64, size: u64) {
+            let mut i = self.sizes.iter().position(|&s| s == size).unwrap();
+            let mut a = addr;
+            while self.buddy && i + 1 < self.sizes.len() {
+                let (big, small) = (self.sizes[i + 1], self.sizes[i]);
+                let parent = self.base + (a - self.base) / big * big;
+                let pieces: Vec<u64> = (0..big / small).map(|p| parent + p * small).filter(|&p| p != a).collect();
+                if !pieces.iter().all(|p| self.free[i].contains(p)) {
+                    break;
+                }
+                for p in pieces {
+                    self.free[i].remove(&p);
+                }
+                a = parent;
+                i += 1;
+            }
+            self.free[i].insert(a);
+        }
+    }
+
+    #[test]
+    fn runs_of_free_regions_allocate_as_regions_kept_one_by_one() {
+        let partition = [(16u64 << 10, 40), (64 << 10, 9), (256 << 10, 5), (1 << 20, 3), (16 << 20, 3)];
+        let sizes: Vec<u64> = partition.iter().map(|p| p.0).collect();
+        let base = 1u64 << 30;
+        for buddy in [false, true] {
+            let mut r = Rng(if buddy { 5 } else { 3 });
+            let mut pool = if buddy {
+                ShadowPool::buddy(base, 48 << 20, &sizes).unwrap()
+            } else {
+                ShadowPool::buckets(base, &partition).unwrap()
+            };
+            let mut old = OneByOne { buddy, sizes: sizes.clone(), free: vec![Default::default(); sizes.len()], base };
+            if buddy {
+                for k in 0..3 {
+                    old.free[4].insert(base + k * (16 << 20));
+                }
+            } else {
+                let mut at = base;
+                for (i, &(size, count)) in partition.iter().enumerate() {
+                    at = at.div_ceil(size) * size;
+                    for k in 0..count {
+                        old.free[i].insert(at + k * size);
+                    }
+                    at += count * size;
+                }
+            }
+            let mut held: Vec<(u64, u64)> = Vec::new();
+            for step in 0..20_000 {
+                if held.is_empty() || r.next() % 5 < 3 {
+                    let size = sizes[(r.next() % sizes.len() as u64) as usize];
+                    let got = pool.alloc(size);
+                    assert_eq!(got, old.alloc(size), "step {step}");
+                    if let Some(a) = got {
+                        held.push((a, size));
+                    }
+                } else {
+                    let (a, size) = held.swap_remove((r.next() % held.len() as u64) as usize);
+                    pool.free(a, size);
+                    old.free(a, size);
+                }
+                let counts: Vec<u64> = old.free.iter().map(|f| f.len() as u64).collect();
+                assert_eq!(pool.free_counts(), counts, "step {step}");
+            }
+        }
+    }
+
+    /// A buddy range of one 2^39-byte region split down to 8 KB keeps a run per size, not 2^26
+    /// regions, and recombines whole.
+    #[test]
+    fn splitting_a_huge_region_down_to_the_smallest_size_takes_a_run_per_size() {
+        let mut pool = ShadowPool::buddy(1 << 40, 1 << 39, &[8 << 10, 1 << 39]).unwrap();
+        let a = pool.alloc(8 << 10).unwrap();
+        assert_eq!(pool.free_counts(), vec![(1 << 26) - 1, 0]);
+        assert_eq!(pool.free.iter().map(|f| f.0.len()).sum::<usize>(), 1);
+        pool.free(a, 8 << 10);
+        assert_eq!(pool.free_counts(), vec![0, 1]);
+    }
+
+    #[test]
+    fn runs_are_the_plan() {
+        let mut r = Rng(7);
+        for sizes in SIZE_SETS {
+            for _ in 0..3000 {
+                let start = (r.next() % (96 << 20)) & !0xfff;
+                let end = start + r.next() % (72 << 20);
+                let runs: Vec<_> = plan_runs(start, end, sizes).collect();
+                assert!(runs.len() <= 2 * sizes.len(), "{runs:?}");
+                let flat: Vec<_> = runs.iter().flat_map(|&(va, s, n)| (0..n).map(move |k| (va + k * s, s))).collect();
+                assert_eq!(flat, plan_one_by_one(start, end, sizes), "{start:#x}..{end:#x}");
+            }
+        }
+        // The top of the address space: nothing past 2^64, no overflow.
+        let sizes = SIZE_SETS[0];
+        assert_eq!(plan_runs(u64::MAX - 100, u64::MAX, sizes).count(), 0);
+        let top: Vec<_> = plan_runs(1 << 47, u64::MAX, sizes).collect();
+        assert_eq!(top[0], (1 << 47, 16 << 20, ((1u64 << 63) - (1 << 46)) / (8 << 20) - 1));
+        assert_eq!(top.iter().map(|r| r.2).sum::<u64>(), top[0].2 + 5 * 3);
+    }
+
+    #[test]
+    fn pieces_of_many_chunks_are_counted_without_planning_each() {
+        let mut r = Rng(11);
+        for sizes in SIZE_SETS {
+            let all = u64::MAX >> (64 - sizes.len());
+            for _ in 0..400 {
+                let h = (r.next() % (1 << 36)) & !0xfff;
+                let step = [4096, 16 << 10, 2 << 20, 3 << 20, 20 << 10, 8 << 20, 64 << 20][(r.next() % 7) as usize];
+                let n = r.next() % 40;
+                let mask = if r.next() % 2 == 0 { all } else { r.next() & all };
+                let mut want = 0u128;
+                for j in 0..n {
+                    let a = h + j * step;
+                    for (_, s) in plan_one_by_one(a, a + step, sizes) {
+                        let i = sizes.iter().position(|&x| x == s).unwrap();
+                        want += (mask >> i & 1) as u128;
+                    }
+                }
+                assert_eq!(chunk_pieces(h, step, n, sizes, mask), want, "{h:#x} {step} {n} {mask:b}");
+            }
+        }
+        // Every chunk up to 2^64: no overflow, and as many 2 MB pieces as fit.
+        let sizes = SIZE_SETS[0];
+        let n = (u64::MAX - (1 << 21)) / (2 << 20);
+        let got = chunk_pieces(1 << 21, 2 << 20, n, sizes, 1 << 3);
+        assert_eq!(got, 2 * n as u128);
+        assert_eq!(floor_sum(10, 7, 3, 5), (0..10).map(|j| (3 * j + 5) / 7).sum::<u128>());
     }
 }
