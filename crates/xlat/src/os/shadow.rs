@@ -706,9 +706,9 @@ impl Os {
         if let Some(s) = &mut self.shadow {
             s.stats.lines_flushed += lines;
             s.stats.dirty_lines += dirty;
-            s.stats.flush_cycles += cycles;
+            s.stats.flush_cycles = s.stats.flush_cycles.saturating_add(cycles);
             if create {
-                s.stats.create_flush_cycles += cycles;
+                s.stats.create_flush_cycles = s.stats.create_flush_cycles.saturating_add(cycles);
             }
         }
     }
@@ -972,8 +972,8 @@ impl Os {
                 st.superpages += 1;
                 st.pages_remapped += pages;
                 st.pages_copied += copied;
-                st.copy_cycles += copied * sh.cfg.copy_page_cycles;
-                st.page_cycles += pages * sh.cfg.page_cycles;
+                st.copy_cycles = st.copy_cycles.saturating_add(crate::limits::times(copied, sh.cfg.copy_page_cycles));
+                st.page_cycles = st.page_cycles.saturating_add(crate::limits::times(pages, sh.cfg.page_cycles));
                 made += 1;
             }
         }
