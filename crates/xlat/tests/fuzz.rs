@@ -18,26 +18,14 @@
 
 use std::io::{Cursor, Read, Write};
 use std::time::{Duration, Instant};
+mod fuzzing;
+
+use fuzzing::{iterations, no_internal_errors, seed, Rng, VecReader};
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
 use xlat::trace::open::reader_from_stream;
 use xlat::trace::Format;
 use xlat::trace::{Kind, Record, BATCH};
-
-/// A small seeded generator (xorshift), so that every run makes the same mutants.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Interesting bytes and numbers to splice in.
 const SPICE: &[&[u8]] = &[
@@ -92,14 +80,6 @@ fn mutate(input: &[u8], rng: &mut Rng) -> Vec<u8> {
     }
     v.truncate(64 << 10);
     v
-}
-
-fn iterations() -> usize {
-    std::env::var("XLAT_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(300)
-}
-
-fn seed() -> u64 {
-    std::env::var("XLAT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1)
 }
 
 /// Runs `check` over mutants of each seed input; a panic is reported with how to remake it.
@@ -214,35 +194,10 @@ fn designs() -> Vec<System> {
     [Config::preset("x86-64").unwrap(), r3000, sub, short, sharing].iter().map(|c| System::new(c).unwrap()).collect()
 }
 
-struct VecReader(Vec<Record>, usize);
-
-impl xlat::trace::TraceReader for VecReader {
-    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, xlat::trace::TraceError> {
-        out.clear();
-        let n = (self.0.len() - self.1).min(max);
-        out.extend_from_slice(&self.0[self.1..self.1 + n]);
-        self.1 += n;
-        Ok(n)
-    }
-    fn stats(&self) -> xlat::trace::ReaderStats {
-        xlat::trace::ReaderStats::default()
-    }
-}
-
 fn simulate(records: Vec<Record>) {
     let mut systems = designs();
     engine::run(&mut VecReader(records, 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
     no_internal_errors(&systems);
-}
-
-/// A design may fail on a trace it cannot simulate, but never by a bug: the engine turns a
-/// panic inside a design into `DesignError::Internal`, which is a finding here.
-fn no_internal_errors(systems: &[System]) {
-    for s in systems {
-        if let Some(f) = s.failure() {
-            assert!(!matches!(f.error, engine::DesignError::Internal { .. }), "{}", f.error);
-        }
-    }
 }
 
 #[test]

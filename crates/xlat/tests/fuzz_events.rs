@@ -16,37 +16,14 @@
 //! XLAT_FUZZ_ITERS=20000 XLAT_FUZZ_SEED=7 cargo test --release -p xlat --test fuzz_events -- --nocapture
 //! ```
 
+mod fuzzing;
+
+use fuzzing::{iterations, no_internal_errors, seed, Rng, VecReader};
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
 use xlat::os::shadow::{ShadowAllocator, ShadowMethod, ShadowPolicy};
 use xlat::trace::map_flags::{EXEC, FILE, HEAP, IMAGE, READ, SHARED, STACK, WRITE};
-use xlat::trace::{fd_kind, sysno, Kind, Record, TraceReader, BATCH};
-
-/// A small seeded generator (xorshift), so that every run makes the same mutants.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len() as u64) as usize]
-    }
-}
-
-fn iterations() -> u64 {
-    std::env::var("XLAT_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(300)
-}
-
-fn seed() -> u64 {
-    std::env::var("XLAT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1)
-}
+use xlat::trace::{fd_kind, sysno, Kind, Record, BATCH};
 
 /// Addresses at the edges: page and superpage boundaries, the ends of 32-, 47- and 64-bit
 /// spaces, Itanium region bases.
@@ -69,25 +46,25 @@ fn address(r: &mut Rng) -> u64 {
         u64::MAX - 0xfff,
         u64::MAX,
     ]);
-    match r.below(4) {
+    match r.under(4) {
         0 => edge,
-        1 => edge.wrapping_add(r.below(1 << 24) & !0xfff),
-        2 => edge.wrapping_sub(r.below(1 << 16)),
+        1 => edge.wrapping_add(r.under(1 << 24) & !0xfff),
+        2 => edge.wrapping_sub(r.under(1 << 16)),
         _ => r.next(),
     }
 }
 
 /// Lengths at the edges: none, one byte, pages, superpages, most of the address space, all of it.
 fn length(r: &mut Rng) -> u64 {
-    match r.below(3) {
+    match r.under(3) {
         0 => r.pick(&[0, 1, 0xfff, 0x1000, 20 << 10, 2 << 20, 16 << 20, 1 << 32, 0x7f00_0000_0000, 1 << 63, u64::MAX]),
-        1 => r.next() >> r.below(64),
-        _ => (r.below(64) + 1) << 12,
+        1 => r.next() >> r.under(64),
+        _ => (r.under(64) + 1) << 12,
     }
 }
 
 fn flags(r: &mut Rng) -> u32 {
-    match r.below(3) {
+    match r.under(3) {
         0 => r.pick(&[
             READ | WRITE | HEAP,
             READ | WRITE,
@@ -102,13 +79,13 @@ fn flags(r: &mut Rng) -> u32 {
 
 /// One record of any kind, with extreme values.
 fn record(r: &mut Rng, asids: &[u32]) -> Record {
-    let asid = if r.below(8) == 0 { r.next() as u32 } else { r.pick(asids) };
-    match r.below(15) {
+    let asid = if r.under(8) == 0 { r.next() as u32 } else { r.pick(asids) };
+    match r.under(15) {
         0 | 1 => Record::Map { start: address(r), len: length(r), flags: flags(r) },
         2 => Record::Unmap { start: address(r), len: length(r) },
         3 | 4 => Record::Syscall { nr: sysno::MADVISE, fd: 0, object: 0, buf: address(r), len: length(r) },
         5 => Record::Syscall {
-            nr: r.below(400) as u16,
+            nr: r.under(400) as u16,
             fd: {
                 let any = r.next() as u8;
                 r.pick(&[
@@ -118,19 +95,19 @@ fn record(r: &mut Rng, asids: &[u32]) -> Record {
                     any,
                 ])
             },
-            object: r.below(4) as u32,
+            object: r.under(4) as u32,
             buf: address(r),
-            len: length(r) >> r.below(40),
+            len: length(r) >> r.under(40),
         },
         6 => Record::Ipc { to: asid },
         7 => Record::Fork { child: asid },
         8 => Record::Exit { asid },
         9 => Record::ContextSwitch { asid },
         10 => Record::Process { asid },
-        11 => Record::Object { id: r.below(4) as u32, offset: length(r) },
+        11 => Record::Object { id: r.under(4) as u32, offset: length(r) },
         12 => Record::Thread { tid: r.next() as u32 },
         13 => Record::Marker { id: r.next() },
-        _ => Record::Access { kind: r.pick(&Kind::ALL), size: 1 + r.below(64) as u32, addr: address(r) },
+        _ => Record::Access { kind: r.pick(&Kind::ALL), size: 1 + r.under(64) as u32, addr: address(r) },
     }
 }
 
@@ -173,25 +150,25 @@ fn seed_trace() -> Vec<Record> {
 fn mutate(input: &[Record], r: &mut Rng) -> Vec<Record> {
     let mut v = input.to_vec();
     let asids = [0, 1, 2, 3, u32::MAX - 1];
-    for _ in 0..1 + r.below(6) {
-        let at = r.below(v.len() as u64 + 1) as usize;
-        match r.below(6) {
+    for _ in 0..1 + r.under(6) {
+        let at = r.below(v.len() + 1);
+        match r.under(6) {
             0 | 1 if at < v.len() => {
                 v[at] = match v[at] {
-                    Record::Map { start, len, flags: f } => match r.below(3) {
+                    Record::Map { start, len, flags: f } => match r.under(3) {
                         0 => Record::Map { start: address(r), len, flags: f },
                         1 => Record::Map { start, len: length(r), flags: f },
                         _ => Record::Map { start, len, flags: flags(r) },
                     },
                     Record::Unmap { start, len } => {
-                        if r.below(2) == 0 {
+                        if r.under(2) == 0 {
                             Record::Unmap { start: address(r), len }
                         } else {
                             Record::Unmap { start, len: length(r) }
                         }
                     }
                     Record::Syscall { nr, fd, object, buf, len } => {
-                        if r.below(2) == 0 {
+                        if r.under(2) == 0 {
                             Record::Syscall { nr, fd, object, buf: address(r), len }
                         } else {
                             Record::Syscall { nr, fd, object, buf, len: length(r) }
@@ -206,13 +183,13 @@ fn mutate(input: &[Record], r: &mut Rng) -> Vec<Record> {
             }
             3 if at < v.len() => {
                 let rec = v[at];
-                v.insert(r.below(v.len() as u64 + 1) as usize, rec);
+                v.insert(r.below(v.len() + 1), rec);
             }
             4 if at < v.len() => {
                 v.remove(at);
             }
             _ if at < v.len() => {
-                let to = r.below(v.len() as u64) as usize;
+                let to = r.below(v.len());
                 v.swap(at, to);
             }
             _ => {}
@@ -290,21 +267,6 @@ fn designs() -> Vec<System> {
     .collect()
 }
 
-struct VecReader(Vec<Record>, usize);
-
-impl TraceReader for VecReader {
-    fn read_batch(&mut self, out: &mut Vec<Record>, max: usize) -> Result<usize, xlat::trace::TraceError> {
-        out.clear();
-        let n = (self.0.len() - self.1).min(max);
-        out.extend_from_slice(&self.0[self.1..self.1 + n]);
-        self.1 += n;
-        Ok(n)
-    }
-    fn stats(&self) -> xlat::trace::ReaderStats {
-        xlat::trace::ReaderStats::default()
-    }
-}
-
 /// Simulates `records` through every design; returns how many designs stopped on them.
 fn simulate(records: &[Record]) -> usize {
     // As a file would hold them: the round trip through xtr is exact.
@@ -327,6 +289,7 @@ fn simulate(records: &[Record]) -> usize {
     assert_eq!(back, records, "xtr round trip");
     let mut systems = designs();
     engine::run(&mut VecReader(back, 0), &mut systems, RunOptions::default(), |_| {}).unwrap();
+    no_internal_errors(&systems);
     let n = records.len() as u64;
     for s in &systems {
         let Some(sh) = s.os().shadow_stats() else {

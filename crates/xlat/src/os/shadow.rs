@@ -1090,15 +1090,7 @@ mod tests {
         out
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::trace::gen::Rng;
 
     const SIZE_SETS: [&[u64]; 4] = [
         &[16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20],
@@ -1161,7 +1153,7 @@ mod tests {
         let sizes: Vec<u64> = partition.iter().map(|p| p.0).collect();
         let base = 1u64 << 30;
         for buddy in [false, true] {
-            let mut r = Rng(if buddy { 5 } else { 3 });
+            let mut r = Rng::new(if buddy { 5 } else { 3 });
             let mut pool = if buddy {
                 ShadowPool::buddy(base, 48 << 20, &sizes).unwrap()
             } else {
@@ -1184,15 +1176,15 @@ mod tests {
             }
             let mut held: Vec<(u64, u64)> = Vec::new();
             for step in 0..20_000 {
-                if held.is_empty() || r.next() % 5 < 3 {
-                    let size = sizes[(r.next() % sizes.len() as u64) as usize];
+                if held.is_empty() || r.next_u64() % 5 < 3 {
+                    let size = sizes[(r.next_u64() % sizes.len() as u64) as usize];
                     let got = pool.alloc(size);
                     assert_eq!(got, old.alloc(size), "step {step}");
                     if let Some(a) = got {
                         held.push((a, size));
                     }
                 } else {
-                    let (a, size) = held.swap_remove((r.next() % held.len() as u64) as usize);
+                    let (a, size) = held.swap_remove((r.next_u64() % held.len() as u64) as usize);
                     pool.free(a, size);
                     old.free(a, size);
                 }
@@ -1216,11 +1208,11 @@ mod tests {
 
     #[test]
     fn runs_are_the_plan() {
-        let mut r = Rng(7);
+        let mut r = Rng::new(7);
         for sizes in SIZE_SETS {
             for _ in 0..3000 {
-                let start = (r.next() % (96 << 20)) & !0xfff;
-                let end = start + r.next() % (72 << 20);
+                let start = (r.next_u64() % (96 << 20)) & !0xfff;
+                let end = start + r.next_u64() % (72 << 20);
                 let runs: Vec<_> = plan_runs(start, end, sizes).collect();
                 assert!(runs.len() <= 2 * sizes.len(), "{runs:?}");
                 let flat: Vec<_> = runs.iter().flat_map(|&(va, s, n)| (0..n).map(move |k| (va + k * s, s))).collect();
@@ -1237,14 +1229,14 @@ mod tests {
 
     #[test]
     fn pieces_of_many_chunks_are_counted_without_planning_each() {
-        let mut r = Rng(11);
+        let mut r = Rng::new(11);
         for sizes in SIZE_SETS {
             let all = u64::MAX >> (64 - sizes.len());
             for _ in 0..400 {
-                let h = (r.next() % (1 << 36)) & !0xfff;
-                let step = [4096, 16 << 10, 2 << 20, 3 << 20, 20 << 10, 8 << 20, 64 << 20][(r.next() % 7) as usize];
-                let n = r.next() % 40;
-                let mask = if r.next() % 2 == 0 { all } else { r.next() & all };
+                let h = (r.next_u64() % (1 << 36)) & !0xfff;
+                let step = [4096, 16 << 10, 2 << 20, 3 << 20, 20 << 10, 8 << 20, 64 << 20][(r.next_u64() % 7) as usize];
+                let n = r.next_u64() % 40;
+                let mask = if r.next_u64() % 2 == 0 { all } else { r.next_u64() & all };
                 let mut want = 0u128;
                 for j in 0..n {
                     let a = h + j * step;
