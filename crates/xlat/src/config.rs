@@ -640,6 +640,12 @@ impl Config {
             ("shadow.page_cycles", s.page_cycles),
             ("shadow.copy_page_cycles", s.copy_page_cycles),
         ])?;
+        if self.os.global.len() > limits::MAX_GLOBAL_RANGES {
+            return Err(ParamError::new(
+                "os.global",
+                format!("at most {} ranges, got {}", limits::MAX_GLOBAL_RANGES, self.os.global.len()),
+            ));
+        }
         // The shadow range's regions are kept one by one (a free set per size): count them, and
         // their bytes, before anything is built.
         let regions = s.partition.iter().fold(0u64, |n, &(_, count)| n.saturating_add(count));
@@ -913,6 +919,12 @@ kind = "radix"     # radix | linear | hashed | clustered
         refused(partition("[[16384, 1048577]]"), "shadow.partition");
         refused(partition("[[16384, 1099511627776]]"), "shadow.partition");
         refused(partition("[[4611686018427387904, 8]]"), "shadow.partition");
+        let global = |n: usize| {
+            let ranges: Vec<String> = (0..n).map(|i| format!("\"{}-{}\"", i * 8192, i * 8192 + 4096)).collect();
+            format!("{MINIMAL}[os]\nglobal = [{}]\n", ranges.join(", "))
+        };
+        accepted(global(64));
+        refused(global(65), "os.global");
     }
 
     #[test]
