@@ -442,6 +442,12 @@ impl Config {
             if sorted.len() != levels.len() {
                 return Err(ParamError::new("tlb", format!("two TLBs at the same level serve {kind}")));
             }
+            if levels.len() > crate::engine::MAX_LEVELS {
+                return Err(ParamError::new(
+                    "tlb",
+                    format!("at most {} levels per reference kind", crate::engine::MAX_LEVELS),
+                ));
+            }
             if sorted.iter().enumerate().any(|(i, &l)| l != i as u32 + start) {
                 return Err(ParamError::new("tlb", format!("levels serving {kind} must be 1, 2, ... without gaps")));
             }
@@ -520,6 +526,7 @@ impl Config {
         }
         self.layout.validate()?;
         self.check_mach3_machine()?;
+        self.check_optional_parts()?;
         if self.layout.kind == crate::os::layout::LayoutKind::ItaniumLinux {
             let (bits, key) = pt.translated_va_bits();
             if bits < 64 {
@@ -561,6 +568,86 @@ impl Config {
 }
 
 impl Config {
+    /// The optional parts that need others: the memory controller's TLB (caches, DRAM and a
+    /// shadow range), shadow superpages (the trace's own addresses, a shadow range to remap
+    /// into), the PTLB (Mach's IPC path) and Mach's measured cost model (caches on the
+    /// handlers' paths). Checked here, without building anything large, so that a design that
+    /// validates builds.
+    fn check_optional_parts(&self) -> Result<(), ParamError> {
+        use crate::os::mach3::Personality;
+        use crate::os::shadow::ShadowPolicy;
+        let page_size = self.page_size;
+        let mut shadow_range = None;
+        if let Some(m) = &self.mtlb {
+            if !self.timed() {
+                return Err(ParamError::new(
+                    "mtlb",
+                    "the memory-controller TLB sees the requests that leave the caches: it needs [[cache]] levels",
+                ));
+            }
+            let memory = self.memory.clone().unwrap_or_default();
+            let need = |k: &str| {
+                ParamError::new(
+                    format!("memory.{k}"),
+                    "the memory-controller TLB ([mtlb]) retranslates the addresses above the installed DRAM: \
+                     set memory.dram_bytes and memory.pa_bits",
+                )
+            };
+            let dram = memory.dram_bytes.ok_or_else(|| need("dram_bytes"))?;
+            let bits = memory.pa_bits.ok_or_else(|| need("pa_bits"))?;
+            if self.os.memory_bytes > dram {
+                return Err(ParamError::new(
+                    "os.memory_bytes",
+                    format!("the OS's frames ({} bytes) must fit in memory.dram_bytes = {dram}", self.os.memory_bytes),
+                ));
+            }
+            let layout = crate::mtlb::Mtlb::layout(m, dram, bits, page_size)?;
+            if self.os.memory_bytes > layout.table_base {
+                return Err(ParamError::new(
+                    "os.memory_bytes",
+                    format!(
+                        "the OS's frames (the first {} bytes of DRAM) overlap the controller's table at {:#x}: \
+                         set os.memory_bytes to at most {} (or move mtlb.table_base below them)",
+                        self.os.memory_bytes, layout.table_base, layout.table_base
+                    ),
+                ));
+            }
+            let first = dram / page_size;
+            shadow_range = Some((first * page_size, (first + layout.pages) * page_size));
+        }
+        if self.os.shadow_superpages != ShadowPolicy::None {
+            let bad = |why: &str| Err(ParamError::new("os.shadow_superpages", why.to_string()));
+            if self.layout.kind != crate::os::layout::LayoutKind::Identity {
+                return bad("shadow superpages map the trace's own addresses: they need [layout] kind = \"identity\"");
+            }
+            if self.itanium.is_some() || self.os.personality != Personality::Linux {
+                return bad("shadow superpages need os.personality = \"linux\" and no [itanium]");
+            }
+            // The shadow state starts small (free regions are kept as runs): build it to check it.
+            crate::os::shadow::Shadow::new(self.os.shadow_superpages, &self.shadow, page_size, shadow_range)?;
+        }
+        match self.os.personality {
+            Personality::Linux if self.ptlb.is_some() => {
+                Err(ParamError::new("ptlb", "the PTLB is on Mach's IPC path: it needs os.personality = \"mach3\""))
+            }
+            Personality::Linux => Ok(()),
+            Personality::Mach3 => {
+                let serves = |c: &crate::cache::CacheLevelConfig, wants: Serves| {
+                    c.serves == Serves::Unified || c.serves == wants
+                };
+                let handlers_cached = self.cache.iter().any(|c| serves(c, Serves::Instruction))
+                    && self.cache.iter().any(|c| serves(c, Serves::Data) && c.walker);
+                if self.mach3.cost_model == crate::os::mach3::CostModel::Cache && !handlers_cached {
+                    return Err(ParamError::new(
+                        "mach3.cost_model",
+                        "\"cache\" measures the handlers' cache misses: it needs [[cache]] levels serving instructions and data",
+                    ));
+                }
+                self.mach3.zones(self.ptlb.as_ref()).map(|_| ())
+            }
+        }
+    }
+
     /// Under `os.personality = "mach3"`: the machine Mach 3.0 ran on (bala94's R3000).
     fn check_mach3_machine(&self) -> Result<(), ParamError> {
         use crate::os::layout::LayoutKind;

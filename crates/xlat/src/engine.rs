@@ -274,9 +274,6 @@ impl System {
         };
         let ipath_v = path_for(Serves::Instruction, &structures);
         let dpath_v = path_for(Serves::Data, &structures);
-        if ipath_v.len() > MAX_LEVELS || dpath_v.len() > MAX_LEVELS {
-            return Err(ParamError::new("tlb", format!("at most {MAX_LEVELS} levels per reference kind")));
-        }
         let to_path = |v: &[usize]| {
             let mut p = Path::default();
             for (k, &i) in v.iter().enumerate() {
@@ -327,57 +324,15 @@ impl System {
             let memory = config.memory.clone().unwrap_or_default();
             let mut h = Hierarchy::new(&config.cache, &memory)?;
             if let Some(m) = &config.mtlb {
-                let need = |k: &str| {
-                    ParamError::new(
-                        format!("memory.{k}"),
-                        "the memory-controller TLB ([mtlb]) retranslates the addresses above the installed DRAM: \
-                         set memory.dram_bytes and memory.pa_bits",
-                    )
-                };
-                let dram = memory.dram_bytes.ok_or_else(|| need("dram_bytes"))?;
-                let bits = memory.pa_bits.ok_or_else(|| need("pa_bits"))?;
-                if config.os.memory_bytes > dram {
-                    return Err(ParamError::new(
-                        "os.memory_bytes",
-                        format!(
-                            "the OS's frames ({} bytes) must fit in memory.dram_bytes = {dram}",
-                            config.os.memory_bytes
-                        ),
-                    ));
-                }
-                let m = crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?;
-                if config.os.memory_bytes > m.table_base() {
-                    return Err(ParamError::new(
-                        "os.memory_bytes",
-                        format!(
-                            "the OS's frames (the first {} bytes of DRAM) overlap the controller's table at {:#x}: \
-                             set os.memory_bytes to at most {} (or move mtlb.table_base below them)",
-                            config.os.memory_bytes,
-                            m.table_base(),
-                            m.table_base()
-                        ),
-                    ));
-                }
-                h.set_mtlb(m);
+                // Validated with the config: DRAM, the shadow range and the table fit.
+                let (dram, bits) = (memory.dram_bytes.expect("validated"), memory.pa_bits.expect("validated"));
+                h.set_mtlb(crate::mtlb::Mtlb::new(m, dram, bits, page_size.bytes())?);
             }
             Some(Box::new(h))
         } else {
-            if config.mtlb.is_some() {
-                return Err(ParamError::new(
-                    "mtlb",
-                    "the memory-controller TLB sees the requests that leave the caches: it needs [[cache]] levels",
-                ));
-            }
             None
         };
         if config.os.shadow_superpages != ShadowPolicy::None {
-            let bad = |why: &str| Err(ParamError::new("os.shadow_superpages", why.to_string()));
-            if config.layout.kind != crate::os::layout::LayoutKind::Identity {
-                return bad("shadow superpages map the trace's own addresses: they need [layout] kind = \"identity\"");
-            }
-            if config.itanium.is_some() || config.os.personality != crate::os::mach3::Personality::Linux {
-                return bad("shadow superpages need os.personality = \"linux\" and no [itanium]");
-            }
             let range = caches.as_ref().and_then(|h| h.mtlb()).map(|m| {
                 let (b, n) = m.shadow_frames();
                 (b << page_size.shift(), (b + n) << page_size.shift())
@@ -404,36 +359,14 @@ impl System {
         let stlb = match &config.stlb {
             None => None,
             Some(c) => {
-                if c.entries == 0 || c.ways == 0 || c.entries % c.ways != 0 {
-                    return Err(ParamError::new(
-                        "stlb.ways",
-                        format!("{} ways must be at least 1 and divide stlb.entries = {}", c.ways, c.entries),
-                    ));
-                }
                 let g = Geometry { entries: c.entries, ways: c.ways, policy: crate::tlb::Policy::Lru, seed: 1 };
                 Some(Box::new(Tlb::new(g, page_size).map_err(|e| ParamError::new("stlb.entries", e.to_string()))?))
             }
         };
         let mach = match config.os.personality {
-            crate::os::mach3::Personality::Linux => {
-                if config.ptlb.is_some() {
-                    return Err(ParamError::new(
-                        "ptlb",
-                        "the PTLB is on Mach's IPC path: it needs os.personality = \"mach3\"",
-                    ));
-                }
-                None
-            }
+            crate::os::mach3::Personality::Linux => None,
             crate::os::mach3::Personality::Mach3 => {
-                // The machine's shape was checked with the config (Config::validate).
-                if config.mach3.cost_model == crate::os::mach3::CostModel::Cache
-                    && !caches.as_ref().is_some_and(|h| h.has_path(Route::Instruction) && h.has_path(Route::Walk))
-                {
-                    return Err(ParamError::new(
-                        "mach3.cost_model",
-                        "\"cache\" measures the handlers' cache misses: it needs [[cache]] levels serving instructions and data",
-                    ));
-                }
+                // The machine's shape and the cost model's caches were checked with the config.
                 let kernel_phys = config.os.memory_bytes.div_ceil(4096) * 4096;
                 Some(Box::new(crate::os::mach3::Mach3::new(
                     &config.mach3,

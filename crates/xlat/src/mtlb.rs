@@ -89,9 +89,40 @@ pub struct Retranslation {
     pub cycles: u64,
 }
 
+/// Where the shadow range and the controller's table lie (see [`Mtlb::layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShadowLayout {
+    /// Shadow pages, from the first frame above the installed DRAM.
+    pub pages: u64,
+    /// Physical address of the shadow-to-real table in DRAM.
+    pub table_base: u64,
+}
+
 impl Mtlb {
     /// The stage for `dram_bytes` of DRAM in a `pa_bits` physical space of `page_size` pages.
     pub fn new(cfg: &MtlbConfig, dram_bytes: u64, pa_bits: u32, page_size: u64) -> Result<Mtlb, ParamError> {
+        let ShadowLayout { pages, table_base } = Mtlb::layout(cfg, dram_bytes, pa_bits, page_size)?;
+        let shift = page_size.trailing_zeros();
+        let g = Geometry { entries: cfg.entries, ways: cfg.ways, policy: cfg.policy, seed: cfg.seed };
+        let tlb = Tlb::new(g, PageSize::from_bytes(page_size).expect("validated page size"))
+            .map_err(|e| ParamError::new("mtlb.entries", e.to_string()))?;
+        let words = (pages as usize).div_ceil(64);
+        Ok(Mtlb {
+            tlb,
+            table: vec![0; pages as usize],
+            referenced: vec![0; words],
+            dirty: vec![0; words],
+            shadow_base: dram_bytes >> shift,
+            shift,
+            table_base,
+            mmc_cycles: cfg.mmc_cycles,
+            stats: MtlbStats::default(),
+        })
+    }
+
+    /// Checks the stage's parameters without building it: the shadow range above `dram_bytes`
+    /// up to `2^pa_bits`, its table in DRAM, and the TLB's geometry. Errors name the key.
+    pub fn layout(cfg: &MtlbConfig, dram_bytes: u64, pa_bits: u32, page_size: u64) -> Result<ShadowLayout, ParamError> {
         if !(12..=52).contains(&pa_bits) {
             return Err(ParamError::new("memory.pa_bits", format!("must be from 12 to 52, got {pa_bits}")));
         }
@@ -126,27 +157,15 @@ impl Mtlb {
                 ParamError::new("memory.dram_bytes", format!("too small for the shadow table of {table_bytes} bytes"))
             })?,
         };
-        let g = Geometry { entries: cfg.entries, ways: cfg.ways, policy: cfg.policy, seed: cfg.seed };
         if cfg.entries == 0 || cfg.ways == 0 || cfg.entries % cfg.ways != 0 {
             return Err(ParamError::new(
                 "mtlb.ways",
                 format!("{} ways must be at least 1 and divide mtlb.entries = {}", cfg.ways, cfg.entries),
             ));
         }
-        let tlb = Tlb::new(g, PageSize::from_bytes(page_size).expect("validated page size"))
-            .map_err(|e| ParamError::new("mtlb.entries", e.to_string()))?;
-        let words = (pages as usize).div_ceil(64);
-        Ok(Mtlb {
-            tlb,
-            table: vec![0; pages as usize],
-            referenced: vec![0; words],
-            dirty: vec![0; words],
-            shadow_base: dram_bytes >> shift,
-            shift,
-            table_base,
-            mmc_cycles: cfg.mmc_cycles,
-            stats: MtlbStats::default(),
-        })
+        let g = Geometry { entries: cfg.entries, ways: cfg.ways, policy: cfg.policy, seed: cfg.seed };
+        g.check(crate::tlb::Format::Single).map_err(|e| ParamError::new("mtlb.entries", e.to_string()))?;
+        Ok(ShadowLayout { pages, table_base })
     }
 
     /// The first shadow frame and the number of shadow pages.

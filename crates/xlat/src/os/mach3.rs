@@ -152,6 +152,56 @@ pub struct Mach3Config {
 }
 
 impl Mach3Config {
+    /// Checks the personality's layout and the PTLB's size without building them: the kernel
+    /// zones of `max_tasks` tasks must fit in kseg2. Returns the zones' start addresses.
+    pub fn zones(&self, ptlb: Option<&PtlbConfig>) -> Result<[u64; 6], ParamError> {
+        let c = self;
+        for (key, v) in [
+            ("mach3.task_bytes", c.task_bytes),
+            ("mach3.thread_bytes", c.thread_bytes),
+            ("mach3.space_bytes", c.space_bytes),
+            ("mach3.port_bytes", c.port_bytes),
+            ("mach3.kstack_bytes", c.kstack_bytes),
+            ("mach3.kmsg_bytes", c.kmsg_bytes),
+            ("mach3.touch_stride", c.touch_stride),
+            ("mach3.copy_stride", c.copy_stride),
+        ] {
+            if v == 0 || v > 1 << 20 {
+                return Err(ParamError::new(key, format!("must be from 1 to 1048576 bytes, got {v}")));
+            }
+        }
+        if c.max_tasks == 0 || (c.max_tasks as u64) * UPT_BYTES > ZONE_BASE - UPT_BASE {
+            return Err(ParamError::new(
+                "mach3.max_tasks",
+                format!("must be from 1 to {}, got {}", (ZONE_BASE - UPT_BASE) / UPT_BYTES, c.max_tasks),
+            ));
+        }
+        let mut zones = [0; 6];
+        let mut at = ZONE_BASE;
+        for (i, bytes) in [c.task_bytes, c.thread_bytes, c.space_bytes, c.port_bytes, c.kstack_bytes, c.kmsg_bytes]
+            .into_iter()
+            .enumerate()
+        {
+            zones[i] = at;
+            at += (bytes * c.max_tasks as u64).div_ceil(PAGE) * PAGE;
+        }
+        if at > 1u64 << 32 {
+            return Err(ParamError::new(
+                "mach3.max_tasks",
+                "the kernel zones of that many tasks do not fit in kseg2; lower max_tasks or the object sizes",
+            ));
+        }
+        if let Some(p) = ptlb {
+            if p.entries == 0 || !p.entries.is_power_of_two() || p.entries > 1 << 24 {
+                return Err(ParamError::new(
+                    "ptlb.entries",
+                    format!("must be a power of two from 1 to 16777216, got {}", p.entries),
+                ));
+            }
+        }
+        Ok(zones)
+    }
+
     /// Checks the costs and counts against docs/configuration.md's bounds (whether or not the
     /// personality is in use: a config never carries a value xlat could not run).
     pub fn check_bounds(&self) -> Result<(), ParamError> {
@@ -440,58 +490,10 @@ impl Mach3 {
         stlb: bool,
         kernel_phys: u64,
     ) -> Result<Mach3, ParamError> {
+        let zones = cfg.zones(ptlb)?;
         let c = cfg;
-        for (key, v) in [
-            ("mach3.task_bytes", c.task_bytes),
-            ("mach3.thread_bytes", c.thread_bytes),
-            ("mach3.space_bytes", c.space_bytes),
-            ("mach3.port_bytes", c.port_bytes),
-            ("mach3.kstack_bytes", c.kstack_bytes),
-            ("mach3.kmsg_bytes", c.kmsg_bytes),
-            ("mach3.touch_stride", c.touch_stride),
-            ("mach3.copy_stride", c.copy_stride),
-        ] {
-            if v == 0 || v > 1 << 20 {
-                return Err(ParamError::new(key, format!("must be from 1 to 1048576 bytes, got {v}")));
-            }
-        }
-        if c.max_tasks == 0 || (c.max_tasks as u64) * UPT_BYTES > ZONE_BASE - UPT_BASE {
-            return Err(ParamError::new(
-                "mach3.max_tasks",
-                format!("must be from 1 to {}, got {}", (ZONE_BASE - UPT_BASE) / UPT_BYTES, c.max_tasks),
-            ));
-        }
-        if !(c.clock_ratio > 0.0 && c.clock_ratio <= 1000.0) {
-            return Err(ParamError::new("mach3.clock_ratio", format!("must be in (0, 1000], got {}", c.clock_ratio)));
-        }
-        let mut zones = [0; 6];
-        let mut at = ZONE_BASE;
-        for (i, bytes) in [c.task_bytes, c.thread_bytes, c.space_bytes, c.port_bytes, c.kstack_bytes, c.kmsg_bytes]
-            .into_iter()
-            .enumerate()
-        {
-            zones[i] = at;
-            at += (bytes * c.max_tasks as u64).div_ceil(PAGE) * PAGE;
-        }
-        if at > 1u64 << 32 {
-            return Err(ParamError::new(
-                "mach3.max_tasks",
-                "the kernel zones of that many tasks do not fit in kseg2; lower max_tasks or the object sizes",
-            ));
-        }
         let ptlb_cfg = ptlb;
-        let ptlb = match ptlb_cfg {
-            None => None,
-            Some(p) => {
-                if p.entries == 0 || !p.entries.is_power_of_two() || p.entries > 1 << 24 {
-                    return Err(ParamError::new(
-                        "ptlb.entries",
-                        format!("must be a power of two from 1 to 16777216, got {}", p.entries),
-                    ));
-                }
-                Some(Ptlb::new(p.entries))
-            }
-        };
+        let ptlb = ptlb.map(|p| Ptlb::new(p.entries));
         let n = c.max_tasks as usize;
         Ok(Mach3 {
             cfg: c.clone(),

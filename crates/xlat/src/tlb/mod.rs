@@ -372,15 +372,11 @@ impl FilterRun {
     }
 }
 
-impl Tlb {
-    /// Builds an empty TLB of base-page entries ([`Format::Single`]) holding pages of `page_size`.
-    pub fn new(geometry: Geometry, page_size: PageSize) -> Result<Tlb, GeometryError> {
-        Tlb::with_format(geometry, page_size, Format::Single)
-    }
-
-    /// Builds an empty TLB with entries of `format` over base pages of `page_size`.
-    pub fn with_format(geometry: Geometry, page_size: PageSize, format: Format) -> Result<Tlb, GeometryError> {
-        let Geometry { entries, ways, policy, seed } = geometry;
+impl Geometry {
+    /// Whether a TLB of this geometry and entry `format` can be built (what
+    /// [`Tlb::with_format`] checks before it allocates).
+    pub fn check(&self, format: Format) -> Result<(), GeometryError> {
+        let Geometry { entries, ways, policy, .. } = *self;
         if entries == 0 {
             return Err(GeometryError::ZeroEntries);
         }
@@ -394,6 +390,21 @@ impl Tlb {
         if format.block_pages().is_some() && !(block_pages.is_power_of_two() && (2..=64).contains(&block_pages)) {
             return Err(GeometryError::BlockPages(block_pages));
         }
+        Ok(())
+    }
+}
+
+impl Tlb {
+    /// Builds an empty TLB of base-page entries ([`Format::Single`]) holding pages of `page_size`.
+    pub fn new(geometry: Geometry, page_size: PageSize) -> Result<Tlb, GeometryError> {
+        Tlb::with_format(geometry, page_size, Format::Single)
+    }
+
+    /// Builds an empty TLB with entries of `format` over base pages of `page_size`.
+    pub fn with_format(geometry: Geometry, page_size: PageSize, format: Format) -> Result<Tlb, GeometryError> {
+        geometry.check(format)?;
+        let Geometry { entries, ways, policy, seed } = geometry;
+        let block_pages = format.block_pages().unwrap_or(1);
         let block_log = block_pages.trailing_zeros();
         let (cs_shift, frames) = match format {
             Format::CompleteSubblock { .. } => {
