@@ -986,7 +986,8 @@ kind = "radix"     # radix | linear | hashed | clustered
             }
             t
         };
-        accepted(tlbs(16, 64));
+        accepted(tlbs(4, 64));
+        refused(tlbs(5, 64), "tlb");
         refused(tlbs(17, 64), "tlb");
         accepted(tlbs(2, 1 << 24));
         refused(tlbs(3, 1 << 24), "tlb");

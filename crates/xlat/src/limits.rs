@@ -64,6 +64,7 @@ pub const TABLE: &[Bound] = &[
     Bound { key: "tlb[].entries, stlb.entries, ptlb.entries, mtlb.entries", bound: "2^24 each" },
     Bound { key: "entries of all TLB structures of a design", bound: "2^25" },
     Bound { key: "[[tlb]] structures", bound: "16" },
+    Bound { key: "TLB levels serving one kind of reference", bound: "4" },
     Bound { key: "[[cache]] levels", bound: "16" },
     Bound { key: "lines of one cache (cache[].size / line, cost.cache.size_bytes / line_bytes)", bound: "2^24" },
     Bound { key: "lines of all [[cache]] levels of a design", bound: "2^25" },
