@@ -14,6 +14,10 @@ use xlat::trace::{fd_kind, Kind, Record};
 const GLOBAL: u32 = u32::MAX;
 
 fn design(stlb: Option<u32>, ptlb: bool, extra: &str) -> Config {
+    checked_design(stlb, ptlb, extra).unwrap()
+}
+
+fn checked_design(stlb: Option<u32>, ptlb: bool, extra: &str) -> Result<Config, xlat::config::ConfigError> {
     let stlb = stlb.map(|n| format!("[stlb]\nentries = {n}\nways = 1\n")).unwrap_or_default();
     let ptlb = if ptlb { "[ptlb]\nentries = 4096\n" } else { "" };
     let text = format!(
@@ -38,7 +42,7 @@ memory_bytes = 1073741824
 kind = "identity"
 {stlb}{ptlb}{extra}"#
     );
-    Config::from_toml(&text, "mach3-test.toml").unwrap()
+    Config::from_toml(&text, "mach3-test.toml")
 }
 
 /// A FIFO TLB partition: (tag, page) in insertion order.
@@ -367,11 +371,8 @@ fn cache_model_measures_the_handlers_misses() {
             st.walks
         );
     }
-    // Without caches there is nothing to measure.
-    let err = match System::new(&design(None, false, "[mach3]\ncost_model = \"cache\"\n")) {
-        Ok(_) => String::new(),
-        Err(e) => e.to_string(),
-    };
+    // Without caches there is nothing to measure: the config is refused.
+    let err = checked_design(None, false, "[mach3]\ncost_model = \"cache\"\n").unwrap_err().to_string();
     assert!(err.contains("mach3.cost_model") && err.contains("[[cache]]"), "{err}");
 }
 

@@ -177,8 +177,8 @@ fn a_design_with_an_mtlb_passes_every_memory_request_through_it() {
     let json = xlat::report::design_json(&mtlb);
     assert_eq!(json["mtlb"]["requests"], h.requests);
     assert_eq!(json["mtlb"]["policy"], "nru");
-    // Without DRAM size or caches there is nothing to retranslate.
-    let err = |t: &str| System::new(&Config::from_toml(t, "m.toml").unwrap()).err().unwrap().to_string();
+    // Without DRAM size or caches there is nothing to retranslate: the config is refused.
+    let err = |t: &str| Config::from_toml(t, "m.toml").unwrap_err().to_string();
     assert!(err(&format!("{base}[mtlb]\nentries=128\n")).contains("memory.dram_bytes"));
     assert!(err("name='m'\n[[tlb]]\nname='T'\nentries=64\n[page_table]\nkind='radix'\n[mtlb]\nentries=128\n")
         .contains("mtlb"));
