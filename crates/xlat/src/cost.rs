@@ -102,7 +102,7 @@ impl PtCache {
             ));
         }
         let lines = c.size_bytes / c.line_bytes;
-        if lines == 0 || lines > 1 << 24 {
+        if lines == 0 || lines > crate::limits::MAX_CACHE_LINES {
             return Err(ParamError::new(
                 "cost.cache.size_bytes",
                 format!("must hold from 1 to 2^24 lines of {} bytes, got {} bytes", c.line_bytes, c.size_bytes),

@@ -192,7 +192,7 @@ impl Mach3Config {
             ));
         }
         if let Some(p) = ptlb {
-            if p.entries == 0 || !p.entries.is_power_of_two() || p.entries > 1 << 24 {
+            if p.entries == 0 || !p.entries.is_power_of_two() || p.entries > crate::limits::MAX_TLB_ENTRIES {
                 return Err(ParamError::new(
                     "ptlb.entries",
                     format!("must be a power of two from 1 to 16777216, got {}", p.entries),
