@@ -12,6 +12,7 @@
 //! ```
 
 use crate::addr::{PageSize, Vpn};
+use crate::limits::{sum, times};
 use crate::pt::ParamError;
 use crate::tlb::{Geometry, Policy, Tlb, TlbData};
 use serde::Deserialize;
@@ -129,4 +130,102 @@ impl PtCache {
         self.lines.insert(0, line, TlbData::default());
         false
     }
+}
+
+/// Who pays for a TLB refill besides its memory references: the term `refill_overhead` of the
+/// cycle model, chosen once per design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefillCost {
+    /// A hardware walker: `walker_cycles` per walk.
+    Walker,
+    /// A software handler: `trap_cycles` per walk and per nested miss.
+    Traps,
+    /// A VHPT walked by the hardware walker: `walker_cycles` per walk, and `trap_cycles` per
+    /// walk it cannot finish (a long-VHPT miss, a short-VHPT translation fault).
+    VhptWalker,
+    /// The OS personality's handlers count their own cycles (Mach 3.0: bala94 Tables 1 and 5,
+    /// and the PTLB's probes); their loads are part of those costs.
+    Handlers,
+}
+
+/// Everything the cycle model needs of a design besides its statistics: the `[cost]` section,
+/// each TLB structure's latency, and the costs of the optional parts. Built once, with the
+/// design ([`crate::engine::Design`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostParams {
+    /// `[cost]`.
+    pub cost: CostConfig,
+    /// Per TLB structure, in stats order: cycles per lookup, and whether the lookup adds time
+    /// to a timed design (levels beyond the first, which is pipelined with the instruction).
+    pub tlb_latency: Vec<(u64, bool)>,
+    /// What a refill costs besides its references.
+    pub refill: RefillCost,
+    /// The software TLB's cycles per hit and per miss (`[stlb]`, outside Mach's handlers).
+    pub stlb: Option<(u64, u64)>,
+    /// Itanium's cycles per RID purge, protection-key miss fault and PKR reload.
+    pub itanium: Option<[u64; 3]>,
+    /// Timed designs: the base CPI of `[time]`.
+    pub cpi: Option<f64>,
+}
+
+/// Translation cycles by cause, from a design's statistics (the formula at the top of this
+/// module): a function of the counters and [`CostParams`] only.
+pub fn cycles(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::Cycles {
+    let (w, cost) = (&s.walks, &p.cost);
+    let tlb = sum(p.tlb_latency.iter().zip(&s.tlb).map(|(&(latency, _), t)| times(t.accesses, latency)));
+    let walk_memory = match (p.cpi.is_some(), p.refill, &cost.cache) {
+        // A timed design's walk references went through its caches and memory.
+        (true, _, _) => s.timing.walk_cycles,
+        (false, RefillCost::Handlers, _) => 0,
+        (false, _, Some(c)) => sum([times(w.cache_hits, c.hit_cycles), times(w.cache_misses, c.miss_cycles)]),
+        (false, _, None) => times(w.memory_refs, cost.memory_cycles),
+    };
+    let refill = match p.refill {
+        RefillCost::Handlers => s.mach.map_or(0, |m| sum([m.miss_cycles, m.ptlb_cycles])),
+        RefillCost::VhptWalker => {
+            let traps = s.vhpt.map_or(0, |v| v.misses);
+            sum([times(w.count, cost.walker_cycles), times(traps, cost.trap_cycles)])
+        }
+        RefillCost::Traps => times(w.count + w.nested_misses, cost.trap_cycles),
+        RefillCost::Walker => times(w.count, cost.walker_cycles),
+    };
+    let stlb = match (p.stlb, s.stlb) {
+        (Some((hit, miss)), Some(c)) => sum([times(c.hits, hit), times(c.lookups - c.hits, miss)]),
+        _ => 0,
+    };
+    let itanium = p.itanium.map_or(0, |[purge, key_fault, reload]| {
+        let (r, k) = (s.rids.unwrap_or_default(), s.keys.unwrap_or_default());
+        sum([times(r.purges, purge), times(k.misses, key_fault), times(k.reloads, reload)])
+    });
+    crate::stats::Cycles {
+        tlb,
+        walk_memory,
+        refill_overhead: sum([refill, itanium, stlb]),
+        page_fault: times(s.page_faults, cost.page_fault_cycles),
+    }
+}
+
+/// The execution time of a timed design's in-order core (`docs/caches.md`), from its
+/// statistics and the translation cycles [`cycles`] made of them; `None` for an untimed design.
+pub fn time(
+    s: &crate::stats::SystemStats,
+    c: &crate::stats::Cycles,
+    p: &CostParams,
+) -> Option<crate::stats::TimeStats> {
+    let cpi = p.cpi?;
+    let beyond_l1 =
+        sum(p.tlb_latency.iter().zip(&s.tlb).filter(|(l, _)| l.1).map(|(&(latency, _), t)| times(t.accesses, latency)));
+    let k = &s.timing;
+    let mut t = crate::stats::TimeStats {
+        instructions: k.instructions,
+        base: (k.instructions as f64 * cpi).round() as u64,
+        icache: k.stall[0],
+        dcache: k.stall[1],
+        translation: sum([beyond_l1, c.walk_memory, c.refill_overhead]),
+        faults: c.page_fault,
+        remap: s.shadow.map_or(0, |s| s.cycles()),
+        cycles: 0,
+    };
+    t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap]);
+    Some(t)
 }

@@ -1,6 +1,7 @@
 //! Printers: a side-by-side text table, JSON and CSV, all read from the engine's stats.
 
 use crate::engine::{DesignFailure, RunSummary, System};
+use crate::stats::SystemStats;
 use crate::trace::Kind;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -101,7 +102,7 @@ pub fn design_json(s: &System) -> Value {
             })
         })
         .collect();
-    let (peak, end) = (s.page_table_peak(), s.page_table().size());
+    let (peak, end) = (st.page_table.peak, st.page_table.end);
     let w = st.walks;
     let mut doc = json!({
         "name": cfg.name,
@@ -113,7 +114,7 @@ pub fn design_json(s: &System) -> Value {
         "data_lookups": st.lookups - st.ifetch_lookups,
         "tlb": tlb,
         "page_faults": st.page_faults,
-        "resident_pages": s.os().resident_pages(),
+        "resident_pages": st.resident_pages,
         "walks": {
             "count": w.count,
             "memory_refs": w.memory_refs,
@@ -154,7 +155,7 @@ pub fn design_json(s: &System) -> Value {
     if cfg.page_table.kind == crate::pt::Kind::VhptLong {
         doc["page_table"]["os_kind"] = json!(s.page_table().kind().name());
     }
-    if let Some(v) = s.vhpt_stats() {
+    if let Some(v) = st.vhpt {
         doc["vhpt"] = json!({
             "format": if cfg.page_table.kind == crate::pt::Kind::VhptLong { "long" } else { "short" },
             "walker": cfg.page_table.walker.name(),
@@ -168,7 +169,7 @@ pub fn design_json(s: &System) -> Value {
             "purges": v.purges,
         });
     }
-    if let (Some(r), Some(i)) = (s.rid_stats(), &cfg.itanium) {
+    if let (Some(r), Some(i)) = (st.rids, &cfg.itanium) {
         doc["rids"] = json!({
             "bits": i.rid_bits,
             "alloc": i.rid_alloc.name(),
@@ -177,7 +178,7 @@ pub fn design_json(s: &System) -> Value {
             "allocated": r.allocated,
             "purges": r.purges,
         });
-        let k = s.key_stats().unwrap_or_default();
+        let k = st.keys.unwrap_or_default();
         doc["keys"] = json!({
             "enabled": i.protection_keys,
             "pkrs": i.pkrs,
@@ -187,7 +188,7 @@ pub fn design_json(s: &System) -> Value {
             "reloads": k.reloads,
         });
     }
-    if let Some(m) = s.mach_stats() {
+    if let Some(m) = st.mach {
         doc["kernel"] = json!({
             "personality": "mach3",
             "references": m.references,
@@ -218,7 +219,8 @@ pub fn design_json(s: &System) -> Value {
             });
         }
     }
-    if let (Some((lookups, hits)), Some(c)) = (s.stlb_stats(), &cfg.stlb) {
+    if let (Some(counts), Some(c)) = (st.stlb, &cfg.stlb) {
+        let (lookups, hits) = (counts.lookups, counts.hits);
         doc["stlb"] = json!({
             "entries": c.entries,
             "ways": c.ways,
@@ -227,7 +229,7 @@ pub fn design_json(s: &System) -> Value {
             "hit_ratio": ratio(hits, lookups),
         });
     }
-    if let Some(l) = s.layout_stats() {
+    if let Some(l) = st.layout {
         doc["layout"] = json!({
             "kind": cfg.layout.kind.name(),
             "mappings": l.mappings,
@@ -266,8 +268,9 @@ pub fn design_json(s: &System) -> Value {
             .collect();
         doc["caches"] = json!(caches);
         doc["memory"] = json!({ "latency": h.memory_latency(), "reads": st.memory.reads, "writes": st.memory.writes });
-        if let Some(m) = h.mtlb() {
-            let (g, c, (referenced, dirty)) = (m.geometry(), m.stats(), m.marked_pages());
+        if let (Some(m), Some(counts)) = (h.mtlb(), st.mtlb) {
+            let (g, c, (referenced, dirty)) =
+                (m.geometry(), counts.counts, (counts.referenced_pages, counts.dirty_pages));
             doc["mtlb"] = json!({
                 "entries": g.entries,
                 "ways": g.ways,
@@ -294,11 +297,11 @@ pub fn design_json(s: &System) -> Value {
             },
             "translation_share": t.translation_share(),
         });
-        if s.os().shadow_stats().is_some() {
+        if st.shadow.is_some() {
             doc["time"]["breakdown"]["remap"] = json!(t.remap);
         }
     }
-    if let Some(sh) = s.os().shadow_stats() {
+    if let Some(sh) = st.shadow {
         doc["shadow"] = json!({
             "policy": cfg.os.shadow_superpages.name(),
             "method": match cfg.shadow.method {
@@ -350,22 +353,25 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
             systems.iter().map(|s| if s.failure().is_some() { "FAILED" } else { "ok" }.to_string()).collect(),
         ));
     }
-    let mut row = |label: &str, f: &dyn Fn(&System) -> String| {
+    // Every counter comes from the designs' statistics.
+    let stats: Vec<SystemStats> = systems.iter().map(System::stats).collect();
+    let mut row = |label: &str, f: &dyn Fn(&System, &SystemStats) -> String| {
         let cells = systems
             .iter()
-            .map(|s| match s.failure() {
+            .zip(&stats)
+            .map(|(s, st)| match s.failure() {
                 Some(_) if !label.is_empty() => "-".to_string(),
-                _ => f(s),
+                _ => f(s, st),
             })
             .collect();
         rows.push((label.to_string(), cells));
     };
-    row("page size", &|s| s.page_size().to_string());
-    row("lookups", &|s| s.stats().lookups.to_string());
+    row("page size", &|s, _| s.page_size().to_string());
+    row("lookups", &|_, st| st.lookups.to_string());
     let max_structs = systems.iter().map(|s| s.structures().len()).max().unwrap_or(0);
     for i in 0..max_structs {
-        row("", &|_| String::new());
-        row(&format!("tlb #{}", i + 1), &|s| {
+        row("", &|_, _| String::new());
+        row(&format!("tlb #{}", i + 1), &|s, _| {
             s.structures()
                 .get(i)
                 .map(|x| {
@@ -378,83 +384,78 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                 })
                 .unwrap_or_default()
         });
-        row("  accesses", &|s| s.stats().tlb.get(i).map(|c| c.accesses.to_string()).unwrap_or_default());
-        row("  misses", &|s| s.stats().tlb.get(i).map(|c| c.misses.to_string()).unwrap_or_default());
-        row("  miss ratio", &|s| {
-            s.stats().tlb.get(i).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
+        row("  accesses", &|_, st| st.tlb.get(i).map(|c| c.accesses.to_string()).unwrap_or_default());
+        row("  misses", &|_, st| st.tlb.get(i).map(|c| c.misses.to_string()).unwrap_or_default());
+        row("  miss ratio", &|_, st| {
+            st.tlb.get(i).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
         });
-        if systems.iter().any(|s| s.stats().tlb.get(i).is_some_and(|c| c.subblock_misses > 0)) {
-            row("  subblock misses", &|s| {
-                s.stats().tlb.get(i).map(|c| c.subblock_misses.to_string()).unwrap_or_default()
-            });
+        if stats.iter().any(|st| st.tlb.get(i).is_some_and(|c| c.subblock_misses > 0)) {
+            row("  subblock misses", &|_, st| st.tlb.get(i).map(|c| c.subblock_misses.to_string()).unwrap_or_default());
         }
     }
-    row("", &|_| String::new());
-    row("page faults", &|s| s.stats().page_faults.to_string());
-    if systems.iter().any(|s| s.os().stats().promotions + s.os().stats().reservations > 0) {
-        row("  promotions", &|s| s.os().stats().promotions.to_string());
-        row("  demotions", &|s| s.os().stats().demotions.to_string());
-        row("  reservations failed", &|s| {
-            let o = s.os().stats();
+    row("", &|_, _| String::new());
+    row("page faults", &|_, st| st.page_faults.to_string());
+    if stats.iter().any(|st| st.os.promotions + st.os.reservations > 0) {
+        row("  promotions", &|_, st| st.os.promotions.to_string());
+        row("  demotions", &|_, st| st.os.demotions.to_string());
+        row("  reservations failed", &|_, st| {
+            let o = st.os;
             format!("{}/{}", o.reservation_failures, o.reservations + o.reservation_failures)
         });
     }
-    row("walks", &|s| s.stats().walks.count.to_string());
-    row("  memory refs/walk", &|s| {
-        let w = s.stats().walks;
+    row("walks", &|_, st| st.walks.count.to_string());
+    row("  memory refs/walk", &|_, st| {
+        let w = st.walks;
         format!("{:.2}", ratio(w.memory_refs, w.count))
     });
-    row("  cache lines/walk", &|s| {
-        let w = s.stats().walks;
+    row("  cache lines/walk", &|_, st| {
+        let w = st.walks;
         format!("{:.2}", ratio(w.cache_lines, w.count))
     });
-    row("  nested misses", &|s| s.stats().walks.nested_misses.to_string());
-    row("page table", &|s| s.config().page_table.kind.name().to_string());
-    row("  bytes at peak", &|s| s.page_table_peak().table_bytes.to_string());
-    row("  bytes at end", &|s| s.page_table().size().table_bytes.to_string());
-    if systems.iter().any(|s| s.vhpt_stats().is_some()) {
-        row("vhpt lookups", &|s| s.vhpt_stats().map(|v| v.lookups.to_string()).unwrap_or_default());
-        row("  misses", &|s| s.vhpt_stats().map(|v| v.misses.to_string()).unwrap_or_default());
-        row("  collisions", &|s| s.vhpt_stats().map(|v| v.collisions.to_string()).unwrap_or_default());
+    row("  nested misses", &|_, st| st.walks.nested_misses.to_string());
+    row("page table", &|s, _| s.config().page_table.kind.name().to_string());
+    row("  bytes at peak", &|_, st| st.page_table.peak.table_bytes.to_string());
+    row("  bytes at end", &|_, st| st.page_table.end.table_bytes.to_string());
+    if stats.iter().any(|st| st.vhpt.is_some()) {
+        row("vhpt lookups", &|_, st| st.vhpt.map(|v| v.lookups.to_string()).unwrap_or_default());
+        row("  misses", &|_, st| st.vhpt.map(|v| v.misses.to_string()).unwrap_or_default());
+        row("  collisions", &|_, st| st.vhpt.map(|v| v.collisions.to_string()).unwrap_or_default());
     }
-    if systems.iter().any(|s| s.rid_stats().is_some()) {
-        row("rids allocated", &|s| s.rid_stats().map(|r| r.allocated.to_string()).unwrap_or_default());
-        row("  purges", &|s| s.rid_stats().map(|r| r.purges.to_string()).unwrap_or_default());
+    if stats.iter().any(|st| st.rids.is_some()) {
+        row("rids allocated", &|_, st| st.rids.map(|r| r.allocated.to_string()).unwrap_or_default());
+        row("  purges", &|_, st| st.rids.map(|r| r.purges.to_string()).unwrap_or_default());
     }
-    if systems.iter().any(|s| s.key_stats().is_some()) {
-        row("key checks", &|s| s.key_stats().map(|k| k.checks.to_string()).unwrap_or_default());
-        row("  key misses", &|s| s.key_stats().map(|k| k.misses.to_string()).unwrap_or_default());
+    if stats.iter().any(|st| st.keys.is_some()) {
+        row("key checks", &|_, st| st.keys.map(|k| k.checks.to_string()).unwrap_or_default());
+        row("  key misses", &|_, st| st.keys.map(|k| k.misses.to_string()).unwrap_or_default());
     }
-    if systems.iter().any(|s| s.mach_stats().is_some()) {
-        let m = |s: &System, f: &dyn Fn(&crate::os::mach3::Mach3Stats) -> u64| {
-            s.mach_stats().map(|m| f(&m).to_string()).unwrap_or_default()
+    if stats.iter().any(|st| st.mach.is_some()) {
+        let m = |st: &SystemStats, f: &dyn Fn(&crate::os::mach3::Mach3Stats) -> u64| {
+            st.mach.map(|m| f(&m).to_string()).unwrap_or_default()
         };
-        row("kernel references", &|s| m(s, &|m| m.references));
-        row("  ipc, syscalls", &|s| s.mach_stats().map(|m| format!("{}, {}", m.ipc, m.syscalls)).unwrap_or_default());
-        row("misses l1u", &|s| m(s, &|m| m.l1u));
-        row("  l1k, l2, l3", &|s| s.mach_stats().map(|m| format!("{}, {}, {}", m.l1k, m.l2, m.l3)).unwrap_or_default());
-        row("  invalid", &|s| m(s, &|m| m.invalid));
-        row("  kernel nested", &|s| m(s, &|m| m.nested));
+        row("kernel references", &|_, st| m(st, &|m| m.references));
+        row("  ipc, syscalls", &|_, st| st.mach.map(|m| format!("{}, {}", m.ipc, m.syscalls)).unwrap_or_default());
+        row("misses l1u", &|_, st| m(st, &|m| m.l1u));
+        row("  l1k, l2, l3", &|_, st| st.mach.map(|m| format!("{}, {}, {}", m.l1k, m.l2, m.l3)).unwrap_or_default());
+        row("  invalid", &|_, st| m(st, &|m| m.invalid));
+        row("  kernel nested", &|_, st| m(st, &|m| m.nested));
         if systems.iter().any(|s| s.config().ptlb.is_some()) {
-            row("ptlb prefetches", &|s| m(s, &|m| m.ptlb_prefetches));
-            row("  useful", &|s| m(s, &|m| m.ptlb_useful));
+            row("ptlb prefetches", &|_, st| m(st, &|m| m.ptlb_prefetches));
+            row("  useful", &|_, st| m(st, &|m| m.ptlb_useful));
         }
     }
-    if systems.iter().any(|s| s.stlb_stats().is_some()) {
-        row("stlb lookups", &|s| s.stlb_stats().map(|(l, _)| l.to_string()).unwrap_or_default());
-        row("  hits", &|s| s.stlb_stats().map(|(_, h)| h.to_string()).unwrap_or_default());
+    if stats.iter().any(|st| st.stlb.is_some()) {
+        row("stlb lookups", &|_, st| st.stlb.map(|c| c.lookups.to_string()).unwrap_or_default());
+        row("  hits", &|_, st| st.stlb.map(|c| c.hits.to_string()).unwrap_or_default());
     }
-    row("cycles", &|s| s.stats().cycles.total().to_string());
-    row("  per lookup", &|s| {
-        let st = s.stats();
-        format!("{:.3}", ratio(st.cycles.total(), st.lookups))
-    });
+    row("cycles", &|_, st| st.cycles.total().to_string());
+    row("  per lookup", &|_, st| format!("{:.3}", ratio(st.cycles.total(), st.lookups)));
     let max_caches = systems.iter().filter_map(|s| s.caches()).map(|h| h.levels().len()).max().unwrap_or(0);
     for i in 0..max_caches {
         let level = |s: &System| s.caches().and_then(|h| h.levels().get(i).cloned());
-        let counts = move |s: &System| s.stats().caches.get(i).copied();
-        row("", &|_| String::new());
-        row(&format!("cache #{}", i + 1), &|s| {
+        let counts = move |st: &SystemStats| st.caches.get(i).copied();
+        row("", &|_, _| String::new());
+        row(&format!("cache #{}", i + 1), &|s, _| {
             level(s)
                 .map(|l| {
                     let write = if l.write == crate::cache::WritePolicy::Back { "" } else { " write-through" };
@@ -480,33 +481,32 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                 })
                 .unwrap_or_default()
         });
-        row("  accesses", &|s| counts(s).map(|c| c.accesses.to_string()).unwrap_or_default());
-        row("  misses", &|s| counts(s).map(|c| c.misses.to_string()).unwrap_or_default());
-        row("  miss ratio", &|s| {
-            counts(s).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
+        row("  accesses", &|_, st| counts(st).map(|c| c.accesses.to_string()).unwrap_or_default());
+        row("  misses", &|_, st| counts(st).map(|c| c.misses.to_string()).unwrap_or_default());
+        row("  miss ratio", &|_, st| {
+            counts(st).map(|c| format!("{:.4}%", 100.0 * ratio(c.misses, c.accesses))).unwrap_or_default()
         });
-        row("  writebacks", &|s| counts(s).map(|c| c.writebacks.to_string()).unwrap_or_default());
+        row("  writebacks", &|_, st| counts(st).map(|c| c.writebacks.to_string()).unwrap_or_default());
     }
     if systems.iter().any(|s| s.caches().is_some()) {
-        let time = |s: &System| s.stats().time;
-        row("", &|_| String::new());
-        row("memory reads/writes", &|s| {
+        row("", &|_, _| String::new());
+        row("memory reads/writes", &|s, st| {
             s.caches()
                 .map(|_| {
-                    let m = s.stats().memory;
+                    let m = st.memory;
                     format!("{}/{}", m.reads, m.writes)
                 })
                 .unwrap_or_default()
         });
-        row("time (cycles)", &|s| time(s).map(|t| t.cycles.to_string()).unwrap_or_default());
-        row("  instructions", &|s| time(s).map(|t| t.instructions.to_string()).unwrap_or_default());
-        row("  base", &|s| time(s).map(|t| t.base.to_string()).unwrap_or_default());
-        row("  icache stalls", &|s| time(s).map(|t| t.icache.to_string()).unwrap_or_default());
-        row("  dcache stalls", &|s| time(s).map(|t| t.dcache.to_string()).unwrap_or_default());
-        row("  translation", &|s| time(s).map(|t| t.translation.to_string()).unwrap_or_default());
-        row("  page faults", &|s| time(s).map(|t| t.faults.to_string()).unwrap_or_default());
-        row("  translation share", &|s| {
-            time(s).map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()
+        row("time (cycles)", &|_, st| st.time.map(|t| t.cycles.to_string()).unwrap_or_default());
+        row("  instructions", &|_, st| st.time.map(|t| t.instructions.to_string()).unwrap_or_default());
+        row("  base", &|_, st| st.time.map(|t| t.base.to_string()).unwrap_or_default());
+        row("  icache stalls", &|_, st| st.time.map(|t| t.icache.to_string()).unwrap_or_default());
+        row("  dcache stalls", &|_, st| st.time.map(|t| t.dcache.to_string()).unwrap_or_default());
+        row("  translation", &|_, st| st.time.map(|t| t.translation.to_string()).unwrap_or_default());
+        row("  page faults", &|_, st| st.time.map(|t| t.faults.to_string()).unwrap_or_default());
+        row("  translation share", &|_, st| {
+            st.time.map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()
         });
     }
     let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
@@ -587,8 +587,8 @@ pub fn csv(input: &ReportInput, systems: &[System]) -> String {
             st.walks.cache_lines,
             st.walks.nested_misses,
             s.config().page_table.kind.name(),
-            s.page_table_peak().table_bytes,
-            s.page_table().size().table_bytes,
+            st.page_table.peak.table_bytes,
+            st.page_table.end.table_bytes,
             st.cycles.total(),
             input.summary.trace.references,
             st.lookups,

@@ -123,6 +123,100 @@ pub struct SystemStats {
     pub memory: crate::cache::MemoryStats,
     /// The timing model's result, for designs with caches, `[memory]` or `[time]`.
     pub time: Option<TimeStats>,
+    /// What the timing model is computed from (timed designs).
+    pub timing: TimingCounts,
+    /// Pages resident at the end.
+    pub resident_pages: u64,
+    /// The page table's size at its peak (each field's maximum over the run) and at the end.
+    pub page_table: PageTableSizes,
+    /// Short VHPT with the hardware walker: walks that took a VHPT translation fault (a nested
+    /// miss the walker hands to software).
+    pub vhpt_faults: u64,
+    /// The VHPT's counters (`vhpt-long`; `vhpt-short` with its probes the walks).
+    pub vhpt: Option<crate::pt::vhpt::VhptStats>,
+    /// The software TLB's counters (`[stlb]`).
+    pub stlb: Option<StlbStats>,
+    /// The region-ID allocator's counters (`[itanium]`).
+    pub rids: Option<crate::os::regions::RidStats>,
+    /// Protection-key counters (`[itanium] protection_keys`).
+    pub keys: Option<crate::os::keys::KeyStats>,
+    /// The layout's counters (a `[layout]` other than `identity`).
+    pub layout: Option<crate::os::layout::LayoutStats>,
+    /// The Mach 3.0 personality's counters (`os.personality = "mach3"`).
+    pub mach: Option<crate::os::mach3::Mach3Stats>,
+    /// Shadow superpages' counters (`os.shadow_superpages`).
+    pub shadow: Option<crate::os::shadow::ShadowStats>,
+    /// The memory-controller TLB's counters (`[mtlb]`).
+    pub mtlb: Option<MtlbCounts>,
+}
+
+/// Lookups and hits of the software TLB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StlbStats {
+    /// Probes (a refill handler checks it before walking further).
+    pub lookups: u64,
+    /// Probes that found the translation.
+    pub hits: u64,
+}
+
+/// The memory-controller TLB's counters and the pages its per-page bits mark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MtlbCounts {
+    /// Requests, lookups, hits, misses.
+    pub counts: crate::mtlb::MtlbStats,
+    /// Shadow pages with the referenced bit set.
+    pub referenced_pages: u64,
+    /// Shadow pages with the dirty bit set.
+    pub dirty_pages: u64,
+}
+
+/// The page table's size at its peak and at the end of the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageTableSizes {
+    /// Each field's maximum over the run.
+    pub peak: crate::pt::PtSize,
+    /// At the end.
+    pub end: crate::pt::PtSize,
+}
+
+/// The raw counts of a timed design's core that [`crate::cost::time`] turns into cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimingCounts {
+    /// Instructions (the trace's instruction fetches).
+    pub instructions: u64,
+    /// Stall cycles of [instruction fetches, data references] beyond a level-1 cache hit.
+    pub stall: [u64; 2],
+    /// Cycles of walk references (and the OS model's own references) through the caches.
+    pub walk_cycles: u64,
+}
+
+impl SystemStats {
+    /// A lookup of structure `t` (not level 1 of its path, whose accesses are the lookups).
+    #[inline(always)]
+    pub(crate) fn tlb_access(&mut self, t: usize) {
+        self.tlb[t].accesses += 1;
+    }
+
+    /// `n` misses of structure `t`.
+    #[inline(always)]
+    pub(crate) fn tlb_misses(&mut self, t: usize, n: u64) {
+        self.tlb[t].misses += n;
+    }
+
+    /// What filling structure `t` did: `evictions` valid entries replaced, `merged` pages added
+    /// to entries already present (subblock misses).
+    #[inline(always)]
+    pub(crate) fn tlb_fill(&mut self, t: usize, evictions: u64, merged: u64) {
+        self.tlb[t].evictions += evictions;
+        self.tlb[t].subblock_misses += merged;
+    }
+
+    /// `n` walks that each took `depth` nested misses (a linear table's or Mach's cascade).
+    #[inline(always)]
+    pub(crate) fn walks(&mut self, depth: u64, n: u64) {
+        self.walks.by_depth[depth.min(3) as usize] += n;
+        self.walks.count += n;
+    }
 }
 
 /// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the five parts.

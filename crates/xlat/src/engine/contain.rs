@@ -85,7 +85,7 @@ mod tests {
         engine::run(&mut Records(records.clone()), &mut alone, RunOptions::default(), |_| {}).unwrap();
 
         let mut broken = System::new(&narrow).unwrap();
-        broken.vpn_limit = u64::MAX;
+        broken.m.walk.vpn_limit = u64::MAX;
         let mut both = [broken, System::new(&x86).unwrap()];
         engine::run(&mut Records(records), &mut both, RunOptions::default(), |_| {}).unwrap();
         let f = both[0].failure().expect("the narrow design failed");

@@ -1,12 +1,14 @@
-//! The engine side of the Mach 3.0 personality (`os.personality = "mach3"`, bala94): TLB misses
+//! The Mach 3.0 personality (`os.personality = "mach3"`, bala94) on the machine: TLB misses
 //! handled the way Mach's handlers do on the R3000, up the page-table hierarchy of
 //! [`crate::os::mach3`], with the STLB and PTLB, and the kernel's own references for IPC,
-//! system calls and context switches. Nothing here runs for other designs: the engine calls in
-//! only from its miss path and its event handler, behind one `Option` test.
+//! system calls and context switches. [`Kernel`] works on the machine's parts
+//! ([`Machine`]): its TLB structures, walk record and software TLB, memory side, front and VM
+//! model; it never sees the [`super::System`] around them. Nothing here runs for other designs.
 
-use super::{DesignError, Path, System};
+use super::machine::Machine;
+use super::{Design, DesignError, Path};
 use crate::addr::{Asid, Vpn};
-use crate::os::mach3::{CostModel, Mach3, MissType, Object, KSEG2};
+use crate::os::mach3::{CostModel, Mach3, Mach3Stats, MissType, Object, KSEG2};
 use crate::tlb::{TlbData, GLOBAL};
 use crate::trace::{fd_kind, Kind, Record};
 
@@ -16,27 +18,69 @@ const PAGE_SHIFT: u32 = 12;
 const ROLE_L1K: [Object; 6] = [Object::Port, Object::Space, Object::Kmsg, Object::Thread, Object::Kstack, Object::Task];
 const ROLES: u32 = 12;
 
-impl System {
-    /// The Mach model, which the caller knows is there.
+/// The personality's state: Mach's model (its kseg2 layout, costs, task slots, PTLB table and
+/// counters) and whether the kernel is running.
+#[derive(Clone, Debug)]
+pub(crate) struct Kernel {
+    mach: Mach3,
+    /// The kernel is running (its references to user memory take kernel-mode paths).
+    in_kernel: bool,
+    /// `[ptlb]`: cycles of a prefetch and of finding the entry already present.
+    ptlb_cycles: Option<(u64, u64)>,
+}
+
+impl Kernel {
+    /// The personality of a validated `mach3` design.
+    pub(crate) fn new(design: &Design) -> Kernel {
+        let config = design.config();
+        // The machine's shape and the cost model's caches were checked with the config.
+        let kernel_phys = config.os.memory_bytes.div_ceil(4096) * 4096;
+        let mach = Mach3::new(&config.mach3, config.ptlb.as_ref(), config.stlb.is_some(), kernel_phys)
+            .expect("validated: mach3");
+        Kernel {
+            mach,
+            in_kernel: false,
+            ptlb_cycles: config.ptlb.as_ref().map(|p| (p.prefetch_cycles, p.present_cycles)),
+        }
+    }
+
+    /// The personality's counters.
+    pub(crate) fn stats(&self) -> Mach3Stats {
+        self.mach.stats
+    }
+
+    /// The frame of user page `vpn` for a kernel reference (a copyin or copyout): the TLB, then
+    /// Mach's handlers on a miss.
+    fn translate(&mut self, x: &mut Machine, is_data: bool, vpn: Vpn) -> Result<u64, DesignError> {
+        if let Some(pfn) = x.l1_hit(is_data, vpn) {
+            return Ok(pfn);
+        }
+        match x.beyond_l1(is_data, vpn) {
+            Ok(pfn) => Ok(pfn),
+            Err(path) => self.user_miss(x, path, vpn),
+        }
+    }
+
+    /// The Mach model.
     fn mach(&mut self) -> &mut Mach3 {
-        self.mach.as_deref_mut().expect("mach3 design")
+        &mut self.mach
     }
 
     /// A user page's miss in the TLB: the L1U fast handler loads the page's PTE from the task's
     /// user page table in kseg2, which may itself miss (an L2 miss, then an L3 miss); a PTE the
     /// VM system has not made valid is a TLB-invalid miss (a page fault).
-    pub(super) fn mach_user_miss(&mut self, path: Path, vpn: Vpn) -> Result<u64, DesignError> {
-        let asid = self.asid;
+    pub(super) fn user_miss(&mut self, x: &mut Machine, path: Path, vpn: Vpn) -> Result<u64, DesignError> {
+        let asid = x.front.asid;
         if vpn.0 >= crate::os::mach3::KUSEG_TOP >> PAGE_SHIFT {
             return Err(DesignError::AddressRange {
-                config: self.config.name.clone(),
+                config: x.name.clone(),
                 addr: vpn.0 << PAGE_SHIFT,
                 va_bits: 31,
                 key: "kuseg, the R3000's 2 GB user space",
             });
         }
-        let slot = self.mach_slot(asid.0)?;
-        let is_data = super::path_is_data(path, &self.dpath);
+        let slot = self.mach_slot(x, asid.0)?;
+        let is_data = x.tlbs.is_data_path(path);
         let m = self.mach();
         if is_data {
             m.data_vpn[slot as usize] = vpn.0;
@@ -45,18 +89,17 @@ impl System {
         }
         m.count(MissType::L1u, 0);
         let (c, i) = (m.cfg.l1u_cycles, m.cfg.l1u_instructions);
-        self.stats.walks.count += 1;
-        let mut user = c + self.handler_fetch(false, i);
+        let mut user = c + self.handler_fetch(x, false, i);
         let pte_va = Mach3::upt_va(slot, vpn.0);
         let before = self.mach().stats.kernel_misses();
-        self.mach_kernel_tr(pte_va >> PAGE_SHIFT, 1, false);
-        self.count_mach_walk(before);
+        self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, 1, false);
+        self.count_mach_walk(x, before);
         let pa = self.mach().kpa(pte_va);
-        user += self.handler_load(pa);
+        user += self.handler_load(x, pa);
         let m = self.mach();
         m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(user);
         m.stats.user_cycles = m.stats.user_cycles.saturating_add(user);
-        let pte = match self.pt.get(asid, vpn) {
+        let pte = match x.walk.pt.get(asid, vpn) {
             Some(pte) => pte,
             None => {
                 let m = self.mach();
@@ -64,17 +107,17 @@ impl System {
                 let c = m.generic_cycles(MissType::Invalid);
                 m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(c);
                 m.stats.user_cycles = m.stats.user_cycles.saturating_add(c);
-                self.stats.page_faults += 1;
-                self.fault(asid, vpn)?;
-                self.pt.get(asid, vpn).expect("the fault mapped it")
+                x.stats.page_faults += 1;
+                x.fault(asid, vpn)?;
+                x.walk.pt.get(asid, vpn).expect("the fault mapped it")
             }
         };
         // The L1U entry goes to the upper partition; a kernel entry it evicts goes to the STLB.
         let s = path.levels[0] as usize;
-        let f = self.structures[s].tlb.fill(asid.0, vpn, pte);
+        let f = x.tlbs.structures[s].tlb.fill(asid.0, vpn, pte);
         if let Some(e) = f.evicted {
-            self.stats.tlb[s].evictions += 1;
-            self.mach_evicted(e);
+            x.stats.tlb[s].evictions += 1;
+            self.mach_evicted(x, e);
         }
         Ok(pte.pfn.0)
     }
@@ -83,14 +126,14 @@ impl System {
     /// type lives in and, on a miss, the generic trap handler (the STLB first, if any; then the
     /// page-table entry one level up, which may miss in turn). `depth` is the cascade depth of
     /// a miss here; `nested` says the generic handler is already servicing a kernel miss.
-    fn mach_kernel_tr(&mut self, kvpn: u64, depth: u32, nested: bool) {
+    fn mach_kernel_tr(&mut self, x: &mut Machine, kvpn: u64, depth: u32, nested: bool) {
         let t = Mach3::kernel_type(kvpn);
-        let s = if t == MissType::L2 { self.pt_tlb } else { self.dpath.levels[0] as usize };
-        self.stats.tlb[s].accesses += 1;
-        if s == self.dpath.levels[0] as usize {
+        let s = if t == MissType::L2 { x.tlbs.pt_tlb } else { x.tlbs.dpath.levels[0] as usize };
+        x.stats.tlb[s].accesses += 1;
+        if s == x.tlbs.dpath.levels[0] as usize {
             self.mach().stats.tlb_lookups += 1;
         }
-        if self.structures[s].tlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some() {
+        if x.tlbs.structures[s].tlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some() {
             let m = self.mach();
             if !m.prefetched.is_empty() {
                 if let Some(i) = m.prefetched.iter().position(|&v| v == kvpn) {
@@ -100,77 +143,74 @@ impl System {
             }
             return;
         }
-        self.stats.tlb[s].misses += 1;
+        x.stats.tlb[s].misses += 1;
         let kernel = self.in_kernel;
         let m = self.mach();
         m.count(t, depth);
         m.stats.nested += nested as u64;
         // Every handler that refills the level-1 structure is a walk (misses there == walks),
         // counted by depth with the kernel misses its own handler takes.
-        let walk = s == self.dpath.levels[0] as usize;
+        let walk = s == x.tlbs.dpath.levels[0] as usize;
         let before = self.mach().stats.kernel_misses();
-        if walk {
-            self.stats.walks.count += 1;
-        }
-        if let Some(stlb) = self.stlb.as_deref_mut() {
-            self.stlb_counts[0] += 1;
-            self.rec.mem_refs += 1; // the probe reads the STLB in unmapped memory
-            let hit = stlb.lookup(Asid(GLOBAL), Vpn(kvpn)).is_some();
-            let g = stlb.geometry();
-            let m = self.mach.as_deref_mut().expect("mach3");
+        let probed = match x.stats.stlb.as_mut() {
+            Some(counts) => x.walk.stlb_probe(Asid(GLOBAL), Vpn(kvpn), counts),
+            None => None,
+        };
+        if let Some(hit) = probed {
+            let g = x.walk.stlb.as_deref().expect("stlb").geometry();
+            let m = &mut self.mach;
             let probe = m.stlb_set_pa(kvpn % (g.entries / g.ways) as u64, g.ways as u64);
             let (c, i) = if hit {
-                self.stlb_counts[1] += 1;
                 (m.stlb_hit_cycles(t, kernel), m.stlb_hit_path(t, kernel)[0])
             } else {
                 (m.stlb_miss_cycles(), m.cfg.trap_stlb_fail[0])
             };
-            let c = c + self.handler_fetch(true, i) + self.stlb_probe(probe);
+            let c = c + self.handler_fetch(x, true, i) + self.stlb_probe(x, probe);
             let ms = &mut self.mach().stats;
             ms.miss_cycles = ms.miss_cycles.saturating_add(c);
             if hit {
-                self.mach_insert(s, kvpn);
+                self.mach_insert(x, s, kvpn);
                 if walk {
-                    self.count_mach_walk(before);
+                    self.count_mach_walk(x, before);
                 }
                 return;
             }
         }
         let m = self.mach();
         let (c, i) = (m.generic_cycles(t), m.generic_path(t).map_or(0, |p| p[0]));
-        let c = c + self.handler_fetch(true, i);
+        let c = c + self.handler_fetch(x, true, i);
         let ms = &mut self.mach().stats;
         ms.miss_cycles = ms.miss_cycles.saturating_add(c);
         let pa = if t == MissType::L3 {
             self.mach().root_pa(kvpn)
         } else {
             let pte_va = Mach3::kpt_va(kvpn);
-            self.mach_kernel_tr(pte_va >> PAGE_SHIFT, depth + 1, true);
+            self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, depth + 1, true);
             self.mach().kpa(pte_va)
         };
-        let c = self.handler_load(pa);
+        let c = self.handler_load(x, pa);
         let ms = &mut self.mach().stats;
         ms.miss_cycles = ms.miss_cycles.saturating_add(c);
-        self.mach_insert(s, kvpn);
+        self.mach_insert(x, s, kvpn);
         if walk {
-            self.count_mach_walk(before);
+            self.count_mach_walk(x, before);
         }
     }
 
     /// Files a walk under `walks.by_depth` by the kernel misses taken since `before` (the
     /// kernel-miss count when its handler started): the nested misses of its cascade.
-    fn count_mach_walk(&mut self, before: u64) {
+    fn count_mach_walk(&mut self, x: &mut Machine, before: u64) {
         let nested = self.mach().stats.kernel_misses() - before;
-        self.stats.walks.by_depth[nested.min(3) as usize] += 1;
+        x.stats.walks(nested, 1);
     }
 
     /// A handler's page-table load at `pa` (unmapped) through the caches of a timed design:
     /// returns its cycles beyond a hit, or under the `cache` cost model `t` if it misses the
     /// first level.
-    fn handler_load(&mut self, pa: u64) -> u64 {
-        self.rec.mem_refs += 1;
-        let c = self.kernel_access(Kind::Load, pa);
-        let hit = self.l1_walk_latency();
+    fn handler_load(&mut self, x: &mut Machine, pa: u64) -> u64 {
+        x.walk.rec.handler_reads(1);
+        let c = x.mem.kernel_access(Kind::Load, pa, &mut x.stats);
+        let hit = l1_walk_latency(x);
         let m = self.mach();
         if m.cfg.cost_model == CostModel::Cache {
             m.miss_penalty() * (c > hit) as u64
@@ -182,58 +222,55 @@ impl System {
     /// Under the `cache` cost model, the STLB probe reads the set at `pa` through the data
     /// caches (one reference per line of the set): `t` per level-1 miss. Otherwise Table 5's
     /// and §6.2's costs include it (0).
-    fn stlb_probe(&mut self, pa: u64) -> u64 {
-        let ways = self.stlb.as_deref().map_or(1, |s| s.geometry().ways) as u64;
-        self.cached_lines(Kind::Load, pa, pa + 8 * ways)
+    fn stlb_probe(&mut self, x: &mut Machine, pa: u64) -> u64 {
+        let ways = x.walk.stlb.as_deref().map_or(1, |s| s.geometry().ways) as u64;
+        self.cached_lines(x, Kind::Load, pa, pa + 8 * ways)
     }
 
     /// Under the `cache` cost model, a handler path of `i` instructions runs straight from its
     /// vector (`general`: the general exception vector, else the UTLB vector) through the
     /// instruction cache, one reference per line: returns `t` per level-1 miss (§6.2).
-    fn handler_fetch(&mut self, general: bool, i: u64) -> u64 {
+    fn handler_fetch(&mut self, x: &mut Machine, general: bool, i: u64) -> u64 {
         let start = self.mach().vector_pa(general);
-        self.cached_lines(Kind::Ifetch, start, start + 4 * i)
+        self.cached_lines(x, Kind::Ifetch, start, start + 4 * i)
     }
 
     /// Under the `cache` cost model, references to every line of `[start, end)` (unmapped):
     /// `t` for each that misses the first level. 0 under the other models.
-    fn cached_lines(&mut self, kind: Kind, start: u64, end: u64) -> u64 {
+    fn cached_lines(&mut self, x: &mut Machine, kind: Kind, start: u64, end: u64) -> u64 {
         let m = self.mach();
         if m.cfg.cost_model != CostModel::Cache {
             return 0;
         }
         let t = m.miss_penalty();
         let k = (kind != Kind::Ifetch) as usize;
-        let (shift, hit) = (self.line_shift[k], if k == 0 { self.l1_latency[0] } else { self.l1_walk_latency() });
+        // The cost model is validated to need a timed design.
+        let timed = x.mem.timed().expect("validated: mach3.cost_model = \"cache\" needs caches");
+        let (shift, hit) = (timed.line_shift[k], if k == 0 { timed.l1_latency[0] } else { l1_walk_latency(x) });
         let mut line = start >> shift;
         let mut misses = 0;
         while line << shift < end {
-            misses += (self.kernel_access(kind, (line << shift).max(start)) > hit) as u64;
+            misses += (x.mem.kernel_access(kind, (line << shift).max(start), &mut x.stats) > hit) as u64;
             line += 1;
         }
         misses * t
     }
 
-    /// The level-1 latency of the caches a handler's loads go through.
-    fn l1_walk_latency(&self) -> u64 {
-        self.caches.as_ref().map_or(0, |h| h.first_latency(crate::cache::Route::Walk))
-    }
-
     /// Inserts the (wired) translation of kernel page `kvpn` into structure `s`; what that
     /// evicts of the kernel's entries goes to the STLB.
-    fn mach_insert(&mut self, s: usize, kvpn: u64) {
-        let m = self.mach.as_deref().expect("mach3");
+    fn mach_insert(&mut self, x: &mut Machine, s: usize, kvpn: u64) {
+        let m = &self.mach;
         let data = TlbData { pfn: m.kpa(kvpn << PAGE_SHIFT) >> PAGE_SHIFT, shift: PAGE_SHIFT as u8, valid: 0 };
-        if let Some(e) = self.structures[s].tlb.insert(GLOBAL, Vpn(kvpn), data) {
-            self.stats.tlb[s].evictions += 1;
-            self.mach_evicted(e);
+        if let Some(e) = x.tlbs.structures[s].tlb.insert(GLOBAL, Vpn(kvpn), data) {
+            x.stats.tlb[s].evictions += 1;
+            self.mach_evicted(x, e);
         }
     }
 
     /// An entry left the TLB: a kernel one (L1K, L2, L3) goes to the STLB (bala94 §4).
-    fn mach_evicted(&mut self, e: crate::tlb::TlbEntry) {
+    fn mach_evicted(&mut self, x: &mut Machine, e: crate::tlb::TlbEntry) {
         if e.asid == GLOBAL {
-            if let Some(stlb) = self.stlb.as_deref_mut() {
+            if let Some(stlb) = x.walk.stlb.as_deref_mut() {
                 stlb.insert(GLOBAL, Vpn(e.tag), e.data);
             }
             let m = self.mach();
@@ -244,48 +281,44 @@ impl System {
     }
 
     /// The slot of task `asid`.
-    fn mach_slot(&mut self, asid: u32) -> Result<u32, DesignError> {
-        let name = &self.config.name;
-        self.mach
-            .as_deref_mut()
-            .expect("mach3")
-            .slot(asid)
-            .map_err(|e| DesignError::Mach { config: name.clone(), error: e })
+    fn mach_slot(&mut self, x: &mut Machine, asid: u32) -> Result<u32, DesignError> {
+        let name = &x.name;
+        self.mach.slot(asid).map_err(|e| DesignError::Mach { config: name.clone(), error: e })
     }
 
     /// One reference of the kernel to its own data at `kva` (kseg2).
-    fn kref(&mut self, kind: Kind, kva: u64) {
+    fn kref(&mut self, x: &mut Machine, kind: Kind, kva: u64) {
         self.mach().stats.references += 1;
-        self.mach_kernel_tr(kva >> PAGE_SHIFT, 0, false);
-        if self.caches.is_some() {
+        self.mach_kernel_tr(x, kva >> PAGE_SHIFT, 0, false);
+        if x.mem.timed().is_some() {
             let pa = self.mach().kpa(kva);
-            self.line_refs(kind, kva, pa);
+            x.line_refs(kind, kva, pa);
         }
     }
 
     /// The kernel touches `bytes` of object `o` of the task in `slot`.
-    fn touch(&mut self, kind: Kind, o: Object, slot: u32) {
+    fn touch(&mut self, x: &mut Machine, kind: Kind, o: Object, slot: u32) {
         let m = self.mach();
         let (va, bytes, stride) = (m.object_va(o, slot), m.object_bytes(o), m.cfg.touch_stride);
         let mut off = 0;
         while off < bytes {
-            self.kref(kind, va + off);
+            self.kref(x, kind, va + off);
             off += stride;
         }
     }
 
     /// The kernel saves (or restores) the trap frame on the kernel stack of the task in `slot`.
-    fn trap_frame(&mut self, kind: Kind, slot: u32) {
+    fn trap_frame(&mut self, x: &mut Machine, kind: Kind, slot: u32) {
         let m = self.mach();
         let (top, words) = (m.object_va(Object::Kstack, slot) + m.object_bytes(Object::Kstack), m.cfg.trap_words);
         for w in 1..=words.min(m.object_bytes(Object::Kstack) / 4) {
-            self.kref(kind, top - 4 * w);
+            self.kref(x, kind, top - 4 * w);
         }
     }
 
     /// The kernel references user memory `[addr, addr + len)` of the running task (a copyin or
     /// copyout): through the TLB as user references, in kernel mode.
-    fn user_copy(&mut self, kind: Kind, addr: u64, len: u64) -> Result<(), DesignError> {
+    fn user_copy(&mut self, x: &mut Machine, kind: Kind, addr: u64, len: u64) -> Result<(), DesignError> {
         let stride = self.mach().cfg.copy_stride;
         let mut off = 0;
         while off < len {
@@ -294,12 +327,12 @@ impl System {
                 break;
             };
             self.mach().stats.references += 1;
-            let l1 = self.dpath.levels[0] as usize;
-            self.stats.tlb[l1].accesses += 1;
+            let l1 = x.tlbs.dpath.levels[0] as usize;
+            x.stats.tlb[l1].accesses += 1;
             self.mach().stats.tlb_lookups += 1;
-            let pfn = self.translate(true, Vpn(a >> PAGE_SHIFT))?;
-            if self.caches.is_some() {
-                self.line_refs(kind, a, (pfn << PAGE_SHIFT) | (a & 0xfff));
+            let pfn = self.translate(x, true, Vpn(a >> PAGE_SHIFT))?;
+            if x.mem.timed().is_some() {
+                x.line_refs(kind, a, (pfn << PAGE_SHIFT) | (a & 0xfff));
             }
             let Some(next) = off.checked_add(stride) else {
                 break;
@@ -311,7 +344,15 @@ impl System {
 
     /// A kernel-to-user copy between kmsg and a user buffer: `len` bytes, one load and one
     /// store per `copy_stride` bytes.
-    fn msg_copy(&mut self, to_kmsg: bool, kmsg: u64, kmsg_bytes: u64, user: u64, len: u64) -> Result<(), DesignError> {
+    fn msg_copy(
+        &mut self,
+        x: &mut Machine,
+        to_kmsg: bool,
+        kmsg: u64,
+        kmsg_bytes: u64,
+        user: u64,
+        len: u64,
+    ) -> Result<(), DesignError> {
         let stride = self.mach().cfg.copy_stride;
         let mut off = 0;
         while off < len {
@@ -320,11 +361,11 @@ impl System {
                 break;
             };
             if to_kmsg {
-                self.user_copy(Kind::Load, u, 1)?;
-                self.kref(Kind::Store, k);
+                self.user_copy(x, Kind::Load, u, 1)?;
+                self.kref(x, Kind::Store, k);
             } else {
-                self.kref(Kind::Load, k);
-                self.user_copy(Kind::Store, u, 1)?;
+                self.kref(x, Kind::Load, k);
+                self.user_copy(x, Kind::Store, u, 1)?;
             }
             let Some(next) = off.checked_add(stride) else {
                 break;
@@ -335,24 +376,24 @@ impl System {
     }
 
     /// Laid-out address of a buffer the trace names, or `None` if it cannot be placed.
-    fn mach_place(&mut self, addr: u64) -> Option<u64> {
-        match self.layout.as_deref_mut() {
+    fn mach_place(&mut self, x: &mut Machine, addr: u64) -> Option<u64> {
+        match x.front.layout.as_deref_mut() {
             None => Some(addr),
             Some(l) => l.place(true, addr).ok(),
         }
     }
 
     /// The events the personality acts on; the engine handles the rest as usual.
-    pub(super) fn mach_event(&mut self, r: &Record) -> Result<(), DesignError> {
+    pub(super) fn event(&mut self, x: &mut Machine, r: &Record) -> Result<(), DesignError> {
         match *r {
-            Record::Syscall { fd, buf, len, .. } => self.mach_syscall(fd, buf, len),
-            Record::Ipc { to } => self.mach_ipc(to),
+            Record::Syscall { fd, buf, len, .. } => self.mach_syscall(x, fd, buf, len),
+            Record::Ipc { to } => self.mach_ipc(x, to),
             Record::ContextSwitch { .. } => {
                 // The switch runs on the new thread's kernel stack and structures.
-                let slot = self.mach_slot(self.asid.0)?;
+                let slot = self.mach_slot(x, x.front.asid.0)?;
                 self.in_kernel = true;
-                self.touch(Kind::Load, Object::Thread, slot);
-                self.trap_frame(Kind::Load, slot);
+                self.touch(x, Kind::Load, Object::Thread, slot);
+                self.trap_frame(x, Kind::Load, slot);
                 self.in_kernel = false;
                 Ok(())
             }
@@ -367,16 +408,16 @@ impl System {
     /// A system call: the trap saves and restores its frame on the kernel stack and reads the
     /// thread and task; a file read or write copies its buffer; a pipe or socket call notes its
     /// buffer for the IPC that follows it (send) or that it waits for (receive).
-    fn mach_syscall(&mut self, fd: u8, buf: u64, len: u64) -> Result<(), DesignError> {
-        let slot = self.mach_slot(self.asid.0)?;
+    fn mach_syscall(&mut self, x: &mut Machine, fd: u8, buf: u64, len: u64) -> Result<(), DesignError> {
+        let slot = self.mach_slot(x, x.front.asid.0)?;
         self.mach().stats.syscalls += 1;
         self.in_kernel = true;
-        self.trap_frame(Kind::Store, slot);
-        self.touch(Kind::Load, Object::Thread, slot);
-        self.touch(Kind::Load, Object::Task, slot);
+        self.trap_frame(x, Kind::Store, slot);
+        self.touch(x, Kind::Load, Object::Thread, slot);
+        self.touch(x, Kind::Load, Object::Task, slot);
         let kind = fd & fd_kind::KIND_MASK;
         let dir = fd & (fd_kind::INTO_BUF | fd_kind::FROM_BUF);
-        let placed = if len > 0 && dir != 0 { self.mach_place(buf) } else { None };
+        let placed = if len > 0 && dir != 0 { self.mach_place(x, buf) } else { None };
         let r = match (placed, kind) {
             (Some(b), fd_kind::PIPE | fd_kind::SOCKET) => {
                 let m = self.mach();
@@ -389,11 +430,11 @@ impl System {
             }
             (Some(b), _) => {
                 let kind = if dir & fd_kind::INTO_BUF != 0 { Kind::Store } else { Kind::Load };
-                self.user_copy(kind, b, len)
+                self.user_copy(x, kind, b, len)
             }
             (None, _) => Ok(()),
         };
-        self.trap_frame(Kind::Load, slot);
+        self.trap_frame(x, Kind::Load, slot);
         self.in_kernel = false;
         r
     }
@@ -403,52 +444,52 @@ impl System {
     /// copy the message into a kernel message buffer, hand off to the receiver (its thread,
     /// task and kernel stack), copy the message out to the buffer it receives into, and record
     /// the TLB entries the path used in the PTLB.
-    fn mach_ipc(&mut self, to: u32) -> Result<(), DesignError> {
-        let from = self.asid.0;
+    fn mach_ipc(&mut self, x: &mut Machine, to: u32) -> Result<(), DesignError> {
+        let from = x.front.asid.0;
         if to == from {
             return Ok(());
         }
-        let fs = self.mach_slot(from)?;
-        let ts = self.mach_slot(to)?;
+        let fs = self.mach_slot(x, from)?;
+        let ts = self.mach_slot(x, to)?;
         let pair = Mach3::pair(fs, ts);
         self.mach().stats.ipc += 1;
         if self.mach().ptlb.is_some() {
-            self.ptlb_prefetch(pair);
+            self.ptlb_prefetch(x, pair);
         }
         self.in_kernel = true;
-        self.trap_frame(Kind::Store, fs);
-        self.touch(Kind::Load, Object::Thread, fs);
-        self.touch(Kind::Load, Object::Task, fs);
-        self.touch(Kind::Load, Object::Space, fs);
-        self.touch(Kind::Modify, Object::Port, ts);
+        self.trap_frame(x, Kind::Store, fs);
+        self.touch(x, Kind::Load, Object::Thread, fs);
+        self.touch(x, Kind::Load, Object::Task, fs);
+        self.touch(x, Kind::Load, Object::Space, fs);
+        self.touch(x, Kind::Modify, Object::Port, ts);
         let m = self.mach();
         let (sbuf, slen) = std::mem::take(&mut m.send_buf);
         let (kmsg, kbytes) = (m.object_va(Object::Kmsg, fs), m.object_bytes(Object::Kmsg));
         let (rbuf, rlen) = m.recv_buf[ts as usize];
-        let mut r = self.msg_copy(true, kmsg, kbytes, sbuf, slen);
+        let mut r = self.msg_copy(x, true, kmsg, kbytes, sbuf, slen);
         // Hand-off: the receiver's thread runs in the kernel on its own stack, in its own
         // address space.
-        self.touch(Kind::Modify, Object::Thread, ts);
-        self.touch(Kind::Load, Object::Task, ts);
-        let (asid, tags) = (self.asid, self.tags);
-        self.asid = Asid(to);
-        self.tags = [to; 8];
-        self.trap_frame(Kind::Load, ts);
+        self.touch(x, Kind::Modify, Object::Thread, ts);
+        self.touch(x, Kind::Load, Object::Task, ts);
+        let (asid, tags) = (x.front.asid, x.front.tags);
+        x.front.asid = Asid(to);
+        x.front.tags = [to; 8];
+        self.trap_frame(x, Kind::Load, ts);
         if r.is_ok() {
-            r = self.msg_copy(false, kmsg, kbytes, rbuf, slen.min(rlen));
+            r = self.msg_copy(x, false, kmsg, kbytes, rbuf, slen.min(rlen));
         }
-        self.asid = asid;
-        self.tags = tags;
+        x.front.asid = asid;
+        x.front.tags = tags;
         self.in_kernel = false;
         if self.mach().ptlb.is_some() {
-            self.ptlb_record(pair, fs, ts, sbuf, rbuf);
+            self.ptlb_record(x, pair, fs, ts, sbuf, rbuf);
         }
         r
     }
 
     /// The kernel pages of each PTLB role of an IPC from slot `fs` to slot `ts`.
     fn ptlb_roles(&self, fs: u32, ts: u32, sbuf: u64, rbuf: u64) -> [Option<u64>; ROLES as usize] {
-        let m = self.mach.as_deref().expect("mach3");
+        let m = &self.mach;
         let mut v = [None; ROLES as usize];
         for (i, o) in ROLE_L1K.iter().enumerate() {
             let slot = if matches!(o, Object::Space | Object::Kmsg) { fs } else { ts };
@@ -468,22 +509,22 @@ impl System {
     }
 
     /// Prefetches into the TLB the entries the PTLB holds for `pair`.
-    fn ptlb_prefetch(&mut self, pair: u64) {
-        let (prefetch, present) = match &self.config.ptlb {
-            Some(p) => (p.prefetch_cycles, p.present_cycles),
-            None => return,
+    fn ptlb_prefetch(&mut self, x: &mut Machine, pair: u64) {
+        let Some((prefetch, present)) = self.ptlb_cycles else {
+            return;
         };
         for role in 0..ROLES {
             let Some(kvpn) = self.mach().ptlb.as_ref().and_then(|p| p.get(pair, role)) else {
                 continue;
             };
-            let s = if Mach3::kernel_type(kvpn) == MissType::L2 { self.pt_tlb } else { self.dpath.levels[0] as usize };
-            if self.structures[s].tlb.probe(Asid(GLOBAL), Vpn(kvpn)).is_some() {
+            let s =
+                if Mach3::kernel_type(kvpn) == MissType::L2 { x.tlbs.pt_tlb } else { x.tlbs.dpath.levels[0] as usize };
+            if x.tlbs.structures[s].tlb.probe(Asid(GLOBAL), Vpn(kvpn)).is_some() {
                 let m = self.mach();
                 m.stats.ptlb_present += 1;
                 m.stats.ptlb_cycles = m.stats.ptlb_cycles.saturating_add(present);
             } else {
-                self.mach_insert(s, kvpn);
+                self.mach_insert(x, s, kvpn);
                 let m = self.mach();
                 m.stats.ptlb_prefetches += 1;
                 m.stats.ptlb_cycles = m.stats.ptlb_cycles.saturating_add(prefetch);
@@ -493,12 +534,13 @@ impl System {
     }
 
     /// Records in the PTLB the entries of `pair`'s roles that the TLB holds after the IPC path.
-    fn ptlb_record(&mut self, pair: u64, fs: u32, ts: u32, sbuf: u64, rbuf: u64) {
+    fn ptlb_record(&mut self, x: &mut Machine, pair: u64, fs: u32, ts: u32, sbuf: u64, rbuf: u64) {
         let roles = self.ptlb_roles(fs, ts, sbuf, rbuf);
         for (role, kvpn) in roles.iter().enumerate() {
             let Some(kvpn) = *kvpn else { continue };
-            let s = if Mach3::kernel_type(kvpn) == MissType::L2 { self.pt_tlb } else { self.dpath.levels[0] as usize };
-            if self.structures[s].tlb.probe(Asid(GLOBAL), Vpn(kvpn)).is_none() {
+            let s =
+                if Mach3::kernel_type(kvpn) == MissType::L2 { x.tlbs.pt_tlb } else { x.tlbs.dpath.levels[0] as usize };
+            if x.tlbs.structures[s].tlb.probe(Asid(GLOBAL), Vpn(kvpn)).is_none() {
                 continue;
             }
             let m = self.mach();
@@ -512,8 +554,8 @@ impl System {
 
     /// Checks the kernel's TLB and STLB entries: each translates its kseg2 page to the wired
     /// frame. For tests.
-    pub(super) fn mach_check(&self) -> Result<(), String> {
-        let m = self.mach.as_deref().expect("mach3");
+    pub(super) fn check(&self, x: &Machine) -> Result<(), String> {
+        let m = &self.mach;
         let check = |name: &str, asid: u32, vpn: u64, pfn: u64| {
             if asid != GLOBAL || vpn < KSEG2 >> PAGE_SHIFT {
                 return Err(format!("{name}: a kernel entry for vpn {vpn:#x} of asid {asid} is not a kseg2 page"));
@@ -523,18 +565,23 @@ impl System {
             }
             Ok(())
         };
-        for s in self.structures.iter() {
+        for s in x.tlbs.structures.iter() {
             for (asid, vpn, pfn) in s.tlb.translations() {
                 if vpn.0 >= KSEG2 >> PAGE_SHIFT || asid == GLOBAL {
                     check(&s.name, asid, vpn.0, pfn.0)?;
                 }
             }
         }
-        if let Some(stlb) = &self.stlb {
+        if let Some(stlb) = &x.walk.stlb {
             for (asid, vpn, pfn) in stlb.translations() {
                 check("stlb", asid, vpn.0, pfn.0)?;
             }
         }
         Ok(())
     }
+}
+
+/// The level-1 latency of the caches a handler's loads go through.
+fn l1_walk_latency(x: &Machine) -> u64 {
+    x.mem.timed().map_or(0, |t| t.h.first_latency(crate::cache::Route::Walk))
 }

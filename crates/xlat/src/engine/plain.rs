@@ -11,7 +11,6 @@
 
 use super::{DesignError, System};
 use crate::addr::{Asid, Vpn};
-use crate::config::TlbFormat;
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
 use crate::tlb::{FaLruMisses, FilterRun};
@@ -31,26 +30,28 @@ pub(super) const NEAR_PROBE: u32 = 64;
 impl System {
     /// True if this design may take [`System::process_plain`] (see the module documentation).
     pub(super) fn is_plain(&self) -> bool {
-        let single = |p: &super::Path| p.len == 1 && self.structures[p.levels[0] as usize].format == TlbFormat::Single;
-        self.caches.is_none()
-            && self.cache.is_none()
-            && !self.extras
-            && self.regions.is_none()
-            && self.mach.is_none()
-            && self.vhpt.is_none()
-            && self.stlb.is_none()
-            && self.global.is_empty()
-            && self.prefetch == [0, 0]
-            && self.config.os.shadow_superpages == ShadowPolicy::None
-            && !matches!(self.config.page_table.kind, PtKind::Linear | PtKind::VhptShort | PtKind::VhptLong)
-            && single(&self.ipath)
-            && single(&self.dpath)
+        let m = &self.m;
+        let single = |p: &super::Path| {
+            p.len == 1 && m.tlbs.structures[p.levels[0] as usize].format == crate::config::TlbFormat::Single
+        };
+        matches!(self.personality, super::Personality::Linux)
+            && matches!(m.mem, super::memory::MemorySide::Untimed)
+            && !m.front.extras
+            && m.front.regions.is_none()
+            && m.walk.vhpt.is_none()
+            && m.walk.stlb.is_none()
+            && m.front.global.is_empty()
+            && m.tlbs.prefetch == [0, 0]
+            && self.config().os.shadow_superpages == ShadowPolicy::None
+            && !matches!(self.config().page_table.kind, PtKind::Linear | PtKind::VhptShort | PtKind::VhptLong)
+            && single(&m.tlbs.ipath)
+            && single(&m.tlbs.dpath)
     }
 
     /// [`System::process_until`] of a plain design.
     pub(super) fn process_plain(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
         // Pages are at least 2 bytes (`Config::validate`), as `page_word` needs.
-        let shift = self.page_size.shift();
+        let shift = self.m.page_size.shift();
         self.plain_loop(records, |i| page_word(&records[i], shift))
     }
 
@@ -68,13 +69,13 @@ impl System {
     /// The loop of a plain design over `records`, whose page words `word(i)` gives.
     #[inline(always)]
     fn plain_loop(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), (usize, DesignError)> {
-        let tlbs = [self.ipath.levels[0] as usize, self.dpath.levels[0] as usize];
-        if tlbs[0] == tlbs[1] && self.structures[tlbs[0]].tlb.is_fa_lru() {
+        let tlbs = [self.m.tlbs.ipath.levels[0] as usize, self.m.tlbs.dpath.levels[0] as usize];
+        if tlbs[0] == tlbs[1] && self.m.tlbs.structures[tlbs[0]].tlb.is_fa_lru() {
             return self.plain_loop_fa_lru(records, word, tlbs[0]);
         }
         // One-page lookups, and those of data references, counted in registers: a count in
         // memory would chain each reference to the previous one's store. They go to
-        // `self.lookups` before anything can read it (an event, an error, the batch's end).
+        // `self.m.lookups` before anything can read it (an event, an error, the batch's end).
         let (mut n, mut n_data) = (0u64, 0u64);
         let unified = tlbs[0] == tlbs[1];
         let len = records.len();
@@ -92,8 +93,8 @@ impl System {
             let is_data = (w & 1) as usize;
             n += 1;
             n_data += w & 1;
-            let (t, asid, vpn) = (tlbs[is_data], self.asid, Vpn(w >> 1));
-            let tlb = &mut self.structures[t].tlb;
+            let (t, asid, vpn) = (tlbs[is_data], self.m.front.asid, Vpn(w >> 1));
+            let tlb = &mut self.m.tlbs.structures[t].tlb;
             // A hit through the recent-hit filter starts a run of them (most of a real
             // program's references), answered with the filter in registers: the one filter of
             // a unified level 1, or each reference's own TLB's filter with a split one.
@@ -105,10 +106,10 @@ impl System {
                     tlb.end_filter_run(runs[0]);
                 } else {
                     let mut runs = [run; 2];
-                    runs[1 - is_data] = self.structures[tlbs[1 - is_data]].tlb.filter_run(asid);
+                    runs[1 - is_data] = self.m.tlbs.structures[tlbs[1 - is_data]].tlb.filter_run(asid);
                     i = filter_hits(&mut runs, |w| (w & 1) as usize, &word, i, len, &mut n, &mut n_data);
                     for (t, run) in tlbs.into_iter().zip(runs) {
-                        self.structures[t].tlb.end_filter_run(run);
+                        self.m.tlbs.structures[t].tlb.end_filter_run(run);
                     }
                 }
                 continue;
@@ -142,10 +143,10 @@ impl System {
         // References the runs took, and (with the table) the lookups it did not answer and the
         // uses it deferred, for the choice of the next batch's build.
         let (mut run_refs, mut near_misses, mut deferred) = (0u64, 0u64, 0u64);
-        let near = self.fa_fixed.unwrap_or(self.fa_near);
+        let near = self.m.tlbs.fa_fixed.unwrap_or(self.m.tlbs.fa_near);
         while i < len {
-            let asid = self.asid;
-            let tlb = &mut self.structures[t].tlb;
+            let asid = self.m.front.asid;
+            let tlb = &mut self.m.tlbs.structures[t].tlb;
             // Where the run stops is a miss unless it is a slow word (or the end).
             let fast = tlb.fa_lru_lookup();
             if fast {
@@ -164,9 +165,9 @@ impl System {
                         }
                     };
                 }
-                i = match &self.pt {
-                    PageTable::Radix(r) if !self.rec.keep_addrs => {
-                        let (limit, size) = (self.vpn_limit, self.page_size);
+                i = match &self.m.walk.pt {
+                    PageTable::Radix(r) if !self.m.walk.rec.keep_addrs => {
+                        let (limit, size) = (self.m.walk.vpn_limit, self.m.page_size);
                         let mut walk = |vpn: u64| {
                             // `plain_miss` of a memoised walk that finds a base-page PTE.
                             let (pte, n) = r.memoised(asid, Vpn(vpn)).filter(|(p, _)| p.size == size && vpn < limit)?;
@@ -197,7 +198,7 @@ impl System {
             n += 1;
             n_data += w & 1;
             let vpn = Vpn(w >> 1);
-            if fast || !self.structures[t].tlb.hits(asid, vpn) {
+            if fast || !self.m.tlbs.structures[t].tlb.hits(asid, vpn) {
                 if let Err(e) = self.plain_miss(t, asid, vpn) {
                     self.add_lookups(&mut n, &mut n_data);
                     return Err((r, e));
@@ -205,15 +206,15 @@ impl System {
             }
         }
         self.add_lookups(&mut n, &mut n_data);
-        if self.fa_fixed.is_none() {
+        if self.m.tlbs.fa_fixed.is_none() {
             if near {
                 if run_refs > 0 {
-                    self.fa_near = NEAR_COST * (near_misses + deferred) <= run_refs;
+                    self.m.tlbs.fa_near = NEAR_COST * (near_misses + deferred) <= run_refs;
                 }
             } else {
-                self.fa_since_near += 1;
-                if self.fa_since_near == NEAR_PROBE {
-                    (self.fa_since_near, self.fa_near) = (0, true);
+                self.m.tlbs.fa_since_near += 1;
+                if self.m.tlbs.fa_since_near == NEAR_PROBE {
+                    (self.m.tlbs.fa_since_near, self.m.tlbs.fa_near) = (0, true);
                 }
             }
         }
@@ -225,22 +226,19 @@ impl System {
     /// `reads` entries in all: each is a walk of depth 0 that found a base-page PTE.
     #[inline(never)]
     fn count_memoised_misses(&mut self, t: usize, misses: FaLruMisses, reads: u64) {
-        let s = &mut self.stats;
-        s.tlb[t].misses += misses.fills;
-        s.tlb[t].evictions += misses.evictions;
-        s.walks.count += misses.fills;
-        s.walks.by_depth[0] += misses.fills;
-        self.rec.begin_walk();
-        self.rec.mem_refs += reads;
-        self.rec.cache_lines += reads;
+        let s = &mut self.m.stats;
+        s.tlb_misses(t, misses.fills);
+        s.tlb_fill(t, misses.evictions, 0);
+        s.walks(0, misses.fills);
+        self.m.walk.rec.replayed(reads);
     }
 
     /// Adds the lookups [`System::plain_loop`] counted (`n`, of which `n_data` of data
-    /// references) to `self.lookups`, and zeroes them.
+    /// references) to `self.m.lookups`, and zeroes them.
     #[inline(always)]
     fn add_lookups(&mut self, n: &mut u64, n_data: &mut u64) {
-        self.lookups[0] += *n - *n_data;
-        self.lookups[1] += *n_data;
+        self.m.lookups[0] += *n - *n_data;
+        self.m.lookups[1] += *n_data;
         (*n, *n_data) = (0, 0);
     }
 
@@ -251,14 +249,14 @@ impl System {
         let Record::Access { kind, size, addr } = *r else {
             return self.event(r);
         };
-        let shift = self.page_size.shift();
+        let shift = self.m.page_size.shift();
         let is_data = kind.is_data() as usize;
         let (first, last) = (addr >> shift, addr.saturating_add((size as u64).saturating_sub(1)) >> shift);
         let t = tlbs[is_data];
-        self.lookups[is_data] += last - first + 1;
-        let asid = self.asid;
+        self.m.lookups[is_data] += last - first + 1;
+        let asid = self.m.front.asid;
         for vpn in first..=last {
-            if !self.structures[t].tlb.hits(asid, Vpn(vpn)) {
+            if !self.m.tlbs.structures[t].tlb.hits(asid, Vpn(vpn)) {
                 self.plain_miss(t, asid, Vpn(vpn))?;
             }
         }
@@ -269,25 +267,25 @@ impl System {
     /// mapped, and the fill. Counts as [`System::miss`] does.
     #[inline(never)]
     fn plain_miss(&mut self, t: usize, asid: Asid, vpn: Vpn) -> Result<(), DesignError> {
-        self.stats.tlb[t].misses += 1;
-        if vpn.0 >= self.vpn_limit {
-            return Err(self.range_error(vpn));
+        self.m.stats.tlb_misses(t, 1);
+        if vpn.0 >= self.m.walk.vpn_limit {
+            return Err(self.m.range_error(vpn));
         }
-        self.rec.begin_walk();
-        let lines_before = self.rec.cache_lines;
-        let nested_before = self.rec.nested_misses;
+        self.m.walk.rec.begin_walk();
+        let lines_before = self.m.walk.rec.cache_lines;
+        let nested_before = self.m.walk.rec.nested_misses;
         // The radix table's walk inline (most sweeps use it), the others through the dispatch;
         // each way to a PTE fills on its own path, so the PTE stays in registers.
-        let walked = match &mut self.pt {
-            PageTable::Radix(r) => r.walk(asid, vpn, &mut NoTlb, &mut self.rec),
-            pt => pt.walk(asid, vpn, &mut NoTlb, &mut self.rec),
+        let walked = match &mut self.m.walk.pt {
+            PageTable::Radix(r) => r.walk(asid, vpn, &mut NoTlb, &mut self.m.walk.rec),
+            pt => pt.walk(asid, vpn, &mut NoTlb, &mut self.m.walk.rec),
         };
         if let Some(pte) = walked {
-            self.walk_found(pte, nested_before, lines_before);
+            self.m.walk_found(pte, nested_before, lines_before);
             self.plain_fill(t, asid, vpn, pte);
             return Ok(());
         }
-        let pte = self.walk_fault(asid, vpn, nested_before, lines_before)?;
+        let pte = self.m.walk_fault(asid, vpn, nested_before, lines_before)?;
         self.plain_fill(t, asid, vpn, pte);
         Ok(())
     }
@@ -295,9 +293,8 @@ impl System {
     /// The fill of [`System::plain_miss`].
     #[inline(always)]
     fn plain_fill(&mut self, t: usize, asid: Asid, vpn: Vpn, pte: crate::pt::Pte) {
-        let (evicted, merged) = self.structures[t].tlb.fill_outcome(asid.0, vpn, pte);
-        self.stats.tlb[t].evictions += evicted as u64;
-        self.stats.tlb[t].subblock_misses += merged as u64;
+        let (evicted, merged) = self.m.tlbs.structures[t].tlb.fill_outcome(asid.0, vpn, pte);
+        self.m.stats.tlb_fill(t, evicted as u64, merged as u64);
     }
 }
 

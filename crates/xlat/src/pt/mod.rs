@@ -375,6 +375,22 @@ impl WalkRecord {
         self.n_addrs = 0;
     }
 
+    /// A walk the page table replayed from its memo without keeping addresses (a plain
+    /// design's fully associative run): `reads` references on as many lines.
+    #[inline]
+    pub fn replayed(&mut self, reads: u64) {
+        self.begin_walk();
+        self.mem_refs += reads;
+        self.cache_lines += reads;
+    }
+
+    /// `n` references of a software refill handler (an OS personality's own walk: Mach's PTE
+    /// loads and software-TLB probes), at addresses the personality charges itself.
+    #[inline]
+    pub fn handler_reads(&mut self, n: u64) {
+        self.mem_refs += n;
+    }
+
     /// Records one memory reference of `bytes` bytes at `addr` (does not touch `cache_lines`).
     #[inline]
     pub fn push_ref(&mut self, addr: PhysAddr) {

@@ -226,8 +226,9 @@ pub fn bala94(plan: &Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Resu
         let trace = trace_program(cache, &key, &argv, w.children)?;
         progress(&format!("bala94: {name}: simulating {} designs", configs.len()));
         for s in run_designs(name, &trace, &configs, None)? {
-            let m = s.mach_stats().unwrap_or_default();
-            let (stlb_lookups, stlb_hits) = s.stlb_stats().unwrap_or_default();
+            let st = s.stats();
+            let m = st.mach.unwrap_or_default();
+            let (stlb_lookups, stlb_hits) = st.stlb.map_or((0, 0), |c| (c.lookups, c.hits));
             runs.push(Run {
                 workload: name.clone(),
                 design: s.config().name.clone(),

@@ -146,7 +146,7 @@ pub fn chapman03(plan: Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Re
                 .zip(&st.tlb)
                 .find(|(x, _)| x.level == 2 && x.serves == Some(crate::config::Serves::Data))
                 .map_or(0, |(_, t)| t.misses);
-            let v = s.vhpt_stats().unwrap_or_default();
+            let v = st.vhpt.unwrap_or_default();
             let time = st.time.unwrap_or_default();
             runs.push(Run {
                 experiment: name.to_string(),
@@ -159,7 +159,7 @@ pub fn chapman03(plan: Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Re
                 vhpt_lookups: v.lookups,
                 vhpt_misses: v.misses,
                 vhpt_collisions: v.collisions,
-                key_misses: s.key_stats().map_or(0, |k| k.misses),
+                key_misses: st.keys.map_or(0, |k| k.misses),
             });
         }
         Ok(())

@@ -82,7 +82,7 @@ pub fn gray05(inputs: &[WorkloadInput], opts: &Options, progress: &mut dyn FnMut
                 .filter(|(x, _)| x.level >= 2)
                 .map(|(x, t)| x.latency * t.accesses)
                 .sum();
-            let v = s.vhpt_stats().unwrap_or_default();
+            let v = st.vhpt.unwrap_or_default();
             runs.push(Run {
                 workload: w.name.clone(),
                 design: s.config().name.clone(),

@@ -155,11 +155,11 @@ pub fn swanson98(
             let st = s.stats();
             let t = st.time.unwrap_or_default();
             let c = s.config();
-            let (m, mmc) = match s.caches().and_then(|h| h.mtlb()) {
-                Some(m) => (m.stats(), c.mtlb.as_ref().map_or(0, |x| x.mmc_cycles)),
+            let (m, mmc) = match st.mtlb {
+                Some(m) => (m.counts, c.mtlb.as_ref().map_or(0, |x| x.mmc_cycles)),
                 None => (Default::default(), 0),
             };
-            let sh = s.os().shadow_stats().unwrap_or_default();
+            let sh = st.shadow.unwrap_or_default();
             runs.push(Run {
                 workload: w.name.clone(),
                 design: c.name.clone(),

@@ -1,0 +1,308 @@
+//! What the machine does with a trace's events under the Linux-like VM model: process
+//! switches, maps (layouts, shared text, shadow superpages), unmaps, forks, exits, objects and
+//! system calls. An OS personality with handlers of its own (Mach 3.0) then sees the same
+//! event ([`super::System::event`]).
+
+use super::machine::Machine;
+use super::{DesignError, GLOBAL_SPACE};
+use crate::addr::{Asid, Vpn};
+use crate::cache::Route;
+use crate::os::shadow::{MemOp, ShadowPolicy};
+use crate::os::{Os, OutOfMemory, PtOp};
+use crate::trace::Record;
+
+impl Machine {
+    /// One event record.
+    pub(crate) fn event(&mut self, r: &Record) -> Result<(), DesignError> {
+        let e = &mut self.stats.events;
+        match *r {
+            Record::Access { .. } => {}
+            Record::Process { asid } => self.switch_to(asid)?,
+            Record::ContextSwitch { asid } => {
+                e.context_switches += 1;
+                self.switch_to(asid)?;
+            }
+            Record::Map { start, len, flags } => {
+                e.maps += 1;
+                self.map(start, len, flags)?;
+            }
+            Record::Unmap { start, len } => {
+                e.unmaps += 1;
+                let (start, len) = self.shadow_clip_unmap(start, len);
+                match &mut self.front.layout {
+                    None => self.unmap_laid_out(start, len),
+                    Some(l) => {
+                        let mut un = std::mem::take(&mut self.unmapped);
+                        un.clear();
+                        l.unmap(start, len, &mut un);
+                        for &(lo, n) in &un {
+                            self.unmap_laid_out(lo, n);
+                        }
+                        self.unmapped = un;
+                    }
+                }
+            }
+            Record::Fork { child } => {
+                e.forks += 1;
+                self.fork(child)?;
+            }
+            Record::Exit { asid } => {
+                e.exits += 1;
+                self.exit(asid);
+            }
+            Record::Object { id, offset } => {
+                self.front.pending_object = Some(id);
+                if let Some(l) = &mut self.front.layout {
+                    l.object(id, offset);
+                }
+            }
+            Record::Ipc { .. } => e.ipcs += 1,
+            Record::Syscall { nr, buf, len, .. } => {
+                e.syscalls += 1;
+                if nr == crate::trace::sysno::MADVISE && len > 0 && self.os.shadow_policy() == ShadowPolicy::Markers {
+                    let asid = self.front.asid;
+                    self.shadow_change(|os, ops, sd| os.shadow_region(asid, buf, buf.saturating_add(len), ops, sd))?;
+                }
+            }
+            Record::Marker { .. } => e.markers += 1,
+            Record::Thread { .. } => e.threads += 1,
+        }
+        Ok(())
+    }
+
+    /// A map of the running process: the image's text names its program (shared text), the
+    /// layout places the mapping, and shadow superpages may back it.
+    fn map(&mut self, start: u64, len: u64, flags: u32) -> Result<(), DesignError> {
+        let object = self.front.pending_object.take();
+        // The image's text names the executable: with shared text, its program.
+        use crate::trace::map_flags::{EXEC, IMAGE, WRITE};
+        if let (Some(r), Some(obj)) = (&mut self.front.regions, object) {
+            if flags & (IMAGE | EXEC) == IMAGE | EXEC && flags & WRITE == 0 {
+                let mut purged = false;
+                let changed = r.set_executable(self.front.asid.0, obj, &mut purged);
+                if purged {
+                    self.purge_rids();
+                }
+                match changed {
+                    Ok(Some(t)) => self.front.tags = t,
+                    Ok(None) => {}
+                    Err(error) => return Err(DesignError::Rids { config: self.name.clone(), error }),
+                }
+            }
+        }
+        if let Some(l) = &mut self.front.layout {
+            // Placing a mapping over an old one unmaps the old one's pages.
+            let mut un = std::mem::take(&mut self.unmapped);
+            un.clear();
+            let r = l.map(start, len, flags, &mut un);
+            for &(lo, n) in &un {
+                self.unmap_laid_out(lo, n);
+            }
+            self.unmapped = un;
+            r.map_err(|error| DesignError::Layout { config: self.name.clone(), error })?;
+        }
+        if matches!(self.os.shadow_policy(), ShadowPolicy::Heap | ShadowPolicy::All) {
+            self.shadow_map(start, len, flags)?;
+        }
+        Ok(())
+    }
+
+    /// The running process forks `child`: the child's spaces (with regions, its private
+    /// regions' own) get copies of the parent's mappings.
+    fn fork(&mut self, child: u32) -> Result<(), DesignError> {
+        if let Some(l) = &mut self.front.layout {
+            l.fork(child);
+        }
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.clear();
+        let parent = self.front.asid.0;
+        let child_spaces = self.front.regions.as_mut().map(|r| {
+            let mut purged = false;
+            let theirs = r.spaces(child, Some(parent), &mut purged);
+            (theirs, purged)
+        });
+        match child_spaces {
+            None => self.os.fork_ops(self.front.asid, Asid(child), &mut ops),
+            Some((theirs, purged)) => {
+                if purged {
+                    self.purge_rids();
+                }
+                let theirs = match theirs {
+                    Ok(t) => t,
+                    Err(error) => {
+                        self.ops = ops;
+                        return Err(DesignError::Rids { config: self.name.clone(), error });
+                    }
+                };
+                // A purge may have renamed the parent's RIDs, never its spaces.
+                let mine = self.front.tags;
+                let r = self.front.regions.as_ref().expect("regions");
+                for vrn in 0..8 {
+                    if r.is_private(child, vrn) {
+                        self.os.fork_ops(Asid(mine[vrn]), Asid(theirs[vrn]), &mut ops);
+                    }
+                }
+            }
+        }
+        self.apply(&ops, &[]);
+        self.ops = ops;
+        Ok(())
+    }
+
+    /// Process `asid` exits: its spaces' pages are unmapped and their TLB entries flushed.
+    fn exit(&mut self, asid: u32) {
+        if let Some(l) = &mut self.front.layout {
+            l.exit(asid);
+        }
+        if let Some(k) = &mut self.front.keys {
+            k.exit(asid);
+        }
+        let spaces = match &mut self.front.regions {
+            None => vec![asid],
+            Some(r) => r.exit(asid),
+        };
+        for space in spaces {
+            self.unmap_range(Asid(space), Vpn(0), Vpn(u64::MAX));
+            self.os.shadow_exit(Asid(space));
+            self.walk.pt.remove_asid(Asid(space));
+            self.tlbs.flush_asid(Asid(space), &mut self.stats);
+        }
+    }
+
+    /// Shadow superpages at map time (`heap`, `all`): heap growth goes to the modified `sbrk`,
+    /// other mappings are mapped in superpages whole (`all`, unless they allow no access) or
+    /// when anonymous, private, writable and at least `shadow.min_bytes` long (`heap`).
+    fn shadow_map(&mut self, start: u64, len: u64, flags: u32) -> Result<(), DesignError> {
+        use crate::trace::map_flags::{EXEC, FILE, HEAP, READ, SHARED, STACK, WRITE};
+        let asid = self.front.asid;
+        let end = start.saturating_add(len);
+        if flags & HEAP != 0 {
+            return self.shadow_change(|os, ops, sd| os.shadow_heap_grow(asid, start, end, ops, sd).map(|_| ()));
+        }
+        let wanted = match self.os.shadow_policy() {
+            // Not reservations without access (guard areas, reserved arenas).
+            ShadowPolicy::All => flags & (READ | WRITE | EXEC) != 0,
+            _ => flags & (FILE | SHARED | STACK | EXEC) == 0 && flags & WRITE != 0 && len >= self.shadow.min_bytes,
+        };
+        if wanted {
+            self.shadow_change(|os, ops, sd| os.shadow_region(asid, start, end, ops, sd).map(|_| ()))?;
+        }
+        Ok(())
+    }
+
+    /// An unmap of the running process, less the part of its heap the modified `sbrk`
+    /// preallocated (it never gives memory back: a shrinking heap keeps its superpages).
+    fn shadow_clip_unmap(&self, start: u64, len: u64) -> (u64, u64) {
+        let Some((lo, hi)) = self.os.shadow_heap(self.front.asid) else {
+            return (start, len);
+        };
+        let end = start.saturating_add(len);
+        if start >= lo && start < hi {
+            let s = hi.min(end);
+            return (s, end - s);
+        }
+        (start, len)
+    }
+
+    /// Runs an OS change of shadow mappings, then what it asked of the memory side and the
+    /// page table.
+    fn shadow_change<T>(
+        &mut self,
+        f: impl FnOnce(&mut Os, &mut Vec<PtOp>, &mut Vec<(Asid, Vpn, Vpn)>) -> Result<T, OutOfMemory>,
+    ) -> Result<(), DesignError> {
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        let r = f(&mut self.os, &mut ops, &mut shootdown);
+        self.apply_mem();
+        self.apply(&ops, &shootdown);
+        self.ops = ops;
+        self.shootdown = shootdown;
+        r.map(|_| ()).map_err(|error| DesignError::OutOfMemory { config: self.name.clone(), error })
+    }
+
+    /// Applies the OS's memory-side operations: page flushes and purges through the caches (the
+    /// loop's cycles per line of the first data level, plus `shadow.writeback_cycles` per dirty
+    /// line a flush writes to memory), dropped lines, and the memory controller's table.
+    fn apply_mem(&mut self) {
+        let mut mem = std::mem::take(&mut self.mem_ops);
+        self.os.take_mem_ops(&mut mem);
+        if mem.is_empty() {
+            self.mem_ops = mem;
+            return;
+        }
+        let page = self.page_size.bytes();
+        let per_line = self.shadow.flush_line_cycles;
+        for op in &mem {
+            let Some(t) = self.mem.timed_mut() else {
+                break;
+            };
+            let h = &mut t.h;
+            match *op {
+                MemOp::Flush { asid, va, pa, purge, create } => {
+                    let loop_lines = h.first_line_shift(Route::Data).map_or(0, |s| page >> s);
+                    let (found, dirty) = match pa {
+                        Some(pa) => h.flush_page(asid, va, pa, page, !purge),
+                        None => (0, 0),
+                    };
+                    let cycles = loop_lines * per_line + dirty * self.shadow.writeback_cycles;
+                    self.os.shadow_flushed(found, dirty, cycles, create);
+                }
+                MemOp::Discard { asid, va, pa } => {
+                    h.flush_page(asid, va, pa, page, false);
+                }
+                MemOp::Table { shadow, real } => {
+                    if let Some(m) = h.mtlb_mut() {
+                        m.map(shadow, real);
+                    }
+                }
+            }
+        }
+        mem.clear();
+        self.mem_ops = mem;
+    }
+
+    /// The running process unmaps laid-out bytes `[start, start + len)`. Pages of a region shared
+    /// with other processes (a program's text, the global shared region) stay mapped for them.
+    fn unmap_laid_out(&mut self, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let shift = self.page_size.shift();
+        let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
+        // Unmapping inside a global region unmaps the shared pages for everyone.
+        if self.front.is_global(first) {
+            return self.unmap_range(GLOBAL_SPACE, first, last);
+        }
+        // A range lies in one region (a layout never places a mapping across two); split it if
+        // not (identity layouts of odd traces).
+        let vrn_shift = self.front.vrn_shift;
+        let mut lo = first.0;
+        while lo <= last.0 {
+            let vrn = ((lo >> vrn_shift) & 7) as usize;
+            let region_end = if vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << vrn_shift) - 1 };
+            let hi = last.0.min(region_end);
+            if self.front.is_private(vrn) {
+                self.unmap_range(Asid(self.front.tags[vrn]), Vpn(lo), Vpn(hi));
+            }
+            if hi == u64::MAX || hi == last.0 {
+                break;
+            }
+            lo = hi + 1;
+        }
+    }
+
+    /// Unmaps the resident pages of `asid` in `[first, last]` and shoots down their TLB entries.
+    fn unmap_range(&mut self, asid: Asid, first: Vpn, last: Vpn) {
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        self.stats.events.pages_unmapped += self.os.unmap_range(asid, first, last, &mut ops, &mut shootdown);
+        self.apply_mem();
+        self.apply(&ops, &shootdown);
+        self.ops = ops;
+        self.shootdown = shootdown;
+    }
+}
