@@ -1,15 +1,26 @@
 //! The cycle model: what TLB lookups, walks, traps and page faults cost.
 //!
 //! Every constant is a config key of `[cost]` (or `latency` of a `[[tlb]]`), documented in
-//! `docs/configuration.md`. Total translation cycles are
+//! `docs/configuration.md`. Total translation cycles ([`cycles`], a function of a design's
+//! statistics and its [`CostParams`] only) are
 //!
 //! ```text
 //!   Σ_tlb accesses(tlb) × latency(tlb)
-//! + Σ_walk memory references × memory_cycles          (or each reference through [cost.cache])
-//! + walks × walker_cycles                              (hardware refill)
-//! + (walks + nested misses) × trap_cycles              (software refill: every miss traps)
+//! + Σ_walk memory references × memory_cycles          (or each reference through [cost.cache];
+//!                                                      a timed design: their cycles through its
+//!                                                      caches and memory)
+//! + refill overhead, by RefillCost:
+//!     walks × walker_cycles                            (hardware refill)
+//!     (walks + nested misses) × trap_cycles            (software refill: every miss traps)
+//!     walks × walker_cycles + VHPT misses × trap_cycles (a VHPT walked by the hardware walker)
+//!     the personality's handler and PTLB cycles        (Mach 3.0, bala94 Tables 1 and 5)
+//!   + STLB hits × hit_cycles + STLB misses × miss_cycles
+//!   + RID purges × purge_cycles + key misses × key_fault_cycles + PKR reloads × pkr_reload_cycles
 //! + page faults × page_fault_cycles
 //! ```
+//!
+//! A timed design's execution time ([`time`]) adds the core's base cycles and cache stalls to the
+//! translation cycles that do not overlap the instruction (TLB levels beyond the first).
 
 use crate::addr::{PageSize, Vpn};
 use crate::limits::{sum, times};

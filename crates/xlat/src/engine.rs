@@ -5,7 +5,7 @@
 //! layouts, regions, protection keys), the TLB hierarchy (`tlbs.rs`), the walk and what sits in
 //! front of it (`walk.rs`: page table, VHPT, software TLB), the memory side (`memory.rs`:
 //! nothing, the page-table data cache, or caches and memory with the MTLB) and the OS model;
-//! an OS personality ([`Personality`]) handles TLB misses and events on that machine. The
+//! an OS personality (`Personality`) handles TLB misses and events on that machine. The
 //! per-reference path is `System::access` -> `System::translate`: it splits an access into the
 //! pages it touches, looks each up in the level-1 TLB of its kind and, on a miss, the deeper
 //! levels and the personality's miss handler (kept out of line). It allocates nothing, logs
@@ -250,7 +250,7 @@ impl System {
     }
 
     /// A reference the OS model makes on the program's behalf at physical address `pa` in
-    /// unmapped kernel memory (see [`memory::MemorySide::kernel_access`]); returns its cycles.
+    /// unmapped kernel memory (`MemorySide::kernel_access`, `engine/memory.rs`); returns its cycles.
     pub fn kernel_access(&mut self, kind: Kind, pa: u64) -> u64 {
         self.m.mem.kernel_access(kind, pa, &mut self.m.stats)
     }

@@ -264,7 +264,7 @@ impl System {
     }
 
     /// A miss of a plain design in level-1 structure `t`: the walk, a fault if `vpn` is not
-    /// mapped, and the fill. Counts as [`System::miss`] does.
+    /// mapped, and the fill. Counts as [`super::machine::Machine::miss`] does.
     #[inline(never)]
     fn plain_miss(&mut self, t: usize, asid: Asid, vpn: Vpn) -> Result<(), DesignError> {
         self.m.stats.tlb_misses(t, 1);
