@@ -21,6 +21,23 @@ pub struct TlbStats {
     pub subblock_misses: u64,
 }
 
+impl TlbStats {
+    /// `n` lookups that reached this structure, of which `misses` missed.
+    #[inline(always)]
+    pub(crate) fn lookups(&mut self, n: u64, misses: u64) {
+        self.accesses += n;
+        self.misses += misses;
+    }
+
+    /// What a fill did: `evictions` valid entries replaced, `merged` pages added to entries
+    /// already present (subblock misses).
+    #[inline(always)]
+    pub(crate) fn filled(&mut self, evictions: u64, merged: u64) {
+        self.evictions += evictions;
+        self.subblock_misses += merged;
+    }
+}
+
 /// Counters of page walks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct WalkStats {
@@ -191,24 +208,30 @@ pub struct TimingCounts {
 }
 
 impl SystemStats {
-    /// A lookup of structure `t` (not level 1 of its path, whose accesses are the lookups).
+    /// A demand-paging fault.
+    #[inline(always)]
+    pub(crate) fn page_fault(&mut self) {
+        self.page_faults += 1;
+    }
+
+    /// A lookup of structure `t` beyond the lookups of the kinds it serves at level 1 (deeper
+    /// levels; the kernel's own lookups under Mach).
     #[inline(always)]
     pub(crate) fn tlb_access(&mut self, t: usize) {
-        self.tlb[t].accesses += 1;
+        self.tlb[t].lookups(1, 0);
     }
 
     /// `n` misses of structure `t`.
     #[inline(always)]
     pub(crate) fn tlb_misses(&mut self, t: usize, n: u64) {
-        self.tlb[t].misses += n;
+        self.tlb[t].lookups(0, n);
     }
 
     /// What filling structure `t` did: `evictions` valid entries replaced, `merged` pages added
     /// to entries already present (subblock misses).
     #[inline(always)]
     pub(crate) fn tlb_fill(&mut self, t: usize, evictions: u64, merged: u64) {
-        self.tlb[t].evictions += evictions;
-        self.tlb[t].subblock_misses += merged;
+        self.tlb[t].filled(evictions, merged);
     }
 
     /// `n` walks that each took `depth` nested misses (a linear table's or Mach's cascade).

@@ -107,7 +107,7 @@ impl Kernel {
                 let c = m.generic_cycles(MissType::Invalid);
                 m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(c);
                 m.stats.user_cycles = m.stats.user_cycles.saturating_add(c);
-                x.stats.page_faults += 1;
+                x.stats.page_fault();
                 x.fault(asid, vpn)?;
                 x.walk.pt.get(asid, vpn).expect("the fault mapped it")
             }
@@ -116,7 +116,7 @@ impl Kernel {
         let s = path.levels[0] as usize;
         let f = x.tlbs.structures[s].tlb.fill(asid.0, vpn, pte);
         if let Some(e) = f.evicted {
-            x.stats.tlb[s].evictions += 1;
+            x.stats.tlb_fill(s, 1, 0);
             self.mach_evicted(x, e);
         }
         Ok(pte.pfn.0)
@@ -129,7 +129,7 @@ impl Kernel {
     fn mach_kernel_tr(&mut self, x: &mut Machine, kvpn: u64, depth: u32, nested: bool) {
         let t = Mach3::kernel_type(kvpn);
         let s = if t == MissType::L2 { x.tlbs.pt_tlb } else { x.tlbs.dpath.levels[0] as usize };
-        x.stats.tlb[s].accesses += 1;
+        x.stats.tlb_access(s);
         if s == x.tlbs.dpath.levels[0] as usize {
             self.mach().stats.tlb_lookups += 1;
         }
@@ -143,7 +143,7 @@ impl Kernel {
             }
             return;
         }
-        x.stats.tlb[s].misses += 1;
+        x.stats.tlb_misses(s, 1);
         let kernel = self.in_kernel;
         let m = self.mach();
         m.count(t, depth);
@@ -262,7 +262,7 @@ impl Kernel {
         let m = &self.mach;
         let data = TlbData { pfn: m.kpa(kvpn << PAGE_SHIFT) >> PAGE_SHIFT, shift: PAGE_SHIFT as u8, valid: 0 };
         if let Some(e) = x.tlbs.structures[s].tlb.insert(GLOBAL, Vpn(kvpn), data) {
-            x.stats.tlb[s].evictions += 1;
+            x.stats.tlb_fill(s, 1, 0);
             self.mach_evicted(x, e);
         }
     }
@@ -328,7 +328,7 @@ impl Kernel {
             };
             self.mach().stats.references += 1;
             let l1 = x.tlbs.dpath.levels[0] as usize;
-            x.stats.tlb[l1].accesses += 1;
+            x.stats.tlb_access(l1);
             self.mach().stats.tlb_lookups += 1;
             let pfn = self.translate(x, true, Vpn(a >> PAGE_SHIFT))?;
             if x.mem.timed().is_some() {

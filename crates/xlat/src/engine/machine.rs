@@ -243,7 +243,7 @@ impl Machine {
         self.count_walk(nested_before);
         self.stats.walks.fault_lines += self.walk.rec.cache_lines - lines_before;
         self.fault(asid, vpn)?;
-        self.stats.page_faults += 1;
+        self.stats.page_fault();
         Ok(self.walk.pt.get(asid, vpn).expect("the OS maps a faulting page"))
     }
 

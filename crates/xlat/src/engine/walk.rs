@@ -120,8 +120,7 @@ impl WalkEnv for PtTlbEnv<'_> {
         let vpn = va.vpn(self.tlb.page_size());
         let hit = self.tlb.lookup(asid, vpn).is_some();
         if self.dedicated {
-            self.stats.accesses += 1;
-            self.stats.misses += !hit as u64;
+            self.stats.lookups(1, !hit as u64);
         }
         if hit {
             return true;
@@ -144,7 +143,7 @@ impl WalkEnv for PtTlbEnv<'_> {
         let vpn = va.vpn(self.tlb.page_size());
         let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8, valid: 0 };
         if let Some(e) = self.tlb.insert(asid.0, vpn, data) {
-            self.stats.evictions += 1;
+            self.stats.filled(1, 0);
             // What the TLB evicts goes to the software TLB.
             if let Some(stlb) = self.stlb.as_deref_mut() {
                 stlb.insert(e.asid, Vpn(e.tag), e.data);
