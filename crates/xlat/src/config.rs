@@ -442,10 +442,10 @@ impl Config {
             if sorted.len() != levels.len() {
                 return Err(ParamError::new("tlb", format!("two TLBs at the same level serve {kind}")));
             }
-            if levels.len() > crate::engine::MAX_LEVELS {
+            if levels.len() > limits::MAX_TLB_LEVELS {
                 return Err(ParamError::new(
                     "tlb",
-                    format!("at most {} levels per reference kind", crate::engine::MAX_LEVELS),
+                    format!("at most {} levels per reference kind", limits::MAX_TLB_LEVELS),
                 ));
             }
             if sorted.iter().enumerate().any(|(i, &l)| l != i as u32 + start) {

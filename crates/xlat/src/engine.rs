@@ -48,8 +48,8 @@ pub use tlbs::Structure;
 /// The address space of global pages (`os.global`): mapped once, shared by every process.
 pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
 
-/// Most TLB levels on one path.
-pub const MAX_LEVELS: usize = 4;
+/// Most TLB levels on one path ([`crate::limits::MAX_TLB_LEVELS`]).
+pub const MAX_LEVELS: usize = crate::limits::MAX_TLB_LEVELS;
 
 /// The OS personality of a design: who handles a miss in every TLB level, and what the kernel
 /// does on events besides the VM model's work.

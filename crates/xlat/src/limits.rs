@@ -17,6 +17,9 @@ pub const MAX_TOTAL_TLB_ENTRIES: u64 = 1 << 25;
 /// Most `[[tlb]]` structures of one design.
 pub const MAX_TLBS: usize = 16;
 
+/// Most TLB levels on the path of one kind of reference.
+pub const MAX_TLB_LEVELS: usize = 4;
+
 /// Most `[[cache]]` levels of one design.
 pub const MAX_CACHES: usize = 16;
 
