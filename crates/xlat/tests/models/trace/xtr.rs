@@ -328,6 +328,8 @@ fn long_batches_count_exactly() {
 }
 
 proptest! {
+    #![proptest_config(crate::proptest_cases(ProptestConfig::default().cases))]
+
     /// The counts the engine's reader threads keep ([`TraceCounts::add`] over each batch read,
     /// or the xtr reader's own as it decodes) and the page words are those of the definition,
     /// whatever the batch size, over records read back from xtr.
@@ -401,6 +403,8 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(crate::proptest_cases(ProptestConfig::default().cases))]
+
     #[test]
     fn arbitrary_records_round_trip(
         recs in prop::collection::vec(record_strategy(), 0..400),

@@ -159,7 +159,7 @@ fn check_walk(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(64))]
 
     #[test]
     fn every_kind_agrees_with_a_map_and_table2(ops in ops()) {
@@ -226,7 +226,7 @@ fn churn_vpn(region: u64, leaf: u64, idx: u64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(32))]
 
     #[test]
     fn churn_keeps_every_page_consistent(

@@ -451,7 +451,7 @@ fn designs_without_caches_are_unchanged() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// With a perfect cache (no levels) time has a closed form in the translation counters; and
     /// at every level of any hierarchy, hits + misses == accesses.

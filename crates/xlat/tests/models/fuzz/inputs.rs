@@ -10,7 +10,7 @@
 //! seed input) and for as long as wanted on demand:
 //!
 //! ```sh
-//! XLAT_FUZZ_ITERS=100000 XLAT_FUZZ_SEED=7 cargo test --release -p xlat --test fuzz -- --nocapture
+//! XLAT_FUZZ_ITERS=100000 XLAT_FUZZ_SEED=7 cargo test --release -p xlat --test models fuzz::inputs -- --nocapture
 //! ```
 //!
 //! Inputs are capped at 64 KiB, so a reader that allocates what a header claims, or loops
@@ -18,9 +18,8 @@
 
 use std::io::{Cursor, Read, Write};
 use std::time::{Duration, Instant};
-mod fuzzing;
 
-use fuzzing::{iterations, no_internal_errors, seed, Rng, VecReader};
+use super::{iterations, no_internal_errors, seed, Rng, VecReader};
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
 use xlat::trace::open::reader_from_stream;

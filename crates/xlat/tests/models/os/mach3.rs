@@ -410,7 +410,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(48))]
     #[test]
     fn no_entry_ever_translates_differently_from_the_page_tables(ops in prop::collection::vec(op(), 1..150), stlb in prop::option::of(prop::sample::select(vec![16u32, 1024])), ptlb in any::<bool>()) {
         let mut sys = System::new(&design(stlb, ptlb, "")).unwrap();

@@ -634,7 +634,7 @@ fn run_ops(kind: Kind, store: SuperpageStore, ops: &[Op]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(24))]
 
     #[test]
     fn mixed_mappings_agree_with_a_plain_map(ops in ops()) {

@@ -531,7 +531,7 @@ fn each(fmt: Fmt, prefetch: bool, seed: u64, ops: &[(u8, u16, u8)]) -> Counts {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(24))]
 
     #[test]
     fn single_and_superpage_match_reference(seed in any::<u64>(), ops in ops()) {

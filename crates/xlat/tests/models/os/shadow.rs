@@ -434,7 +434,7 @@ fn region_base(r: u8) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// Every request that reaches DRAM goes to the frame the OS gave the page: a fill for an
     /// access to the accessed page's frame, a writeback to the frame of the page whose line it

@@ -136,7 +136,7 @@ fn stream() -> impl Strategy<Value = Vec<Record>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(crate::proptest_cases(200))]
 
     #[test]
     fn plain_loop_equals_general_loop(d in design(), records in stream()) {

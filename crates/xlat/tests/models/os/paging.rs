@@ -375,7 +375,7 @@ fn run(policy: Policy, kind: AllocatorKind, bp: u64, failure: f64, frames: u64, 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(256))]
 
     #[test]
     fn every_policy_keeps_os_and_page_table_consistent(

@@ -220,7 +220,7 @@ fn run(cfg: &PageTableConfig, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(48))]
 
     #[test]
     fn superpage_tables_agree_with_a_reference_map(ops in ops()) {

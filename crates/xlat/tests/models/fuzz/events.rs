@@ -13,12 +13,10 @@
 //! mutants) and for as long as wanted on demand:
 //!
 //! ```sh
-//! XLAT_FUZZ_ITERS=20000 XLAT_FUZZ_SEED=7 cargo test --release -p xlat --test fuzz_events -- --nocapture
+//! XLAT_FUZZ_ITERS=20000 XLAT_FUZZ_SEED=7 cargo test --release -p xlat --test models fuzz::events -- --nocapture
 //! ```
 
-mod fuzzing;
-
-use fuzzing::{iterations, no_internal_errors, seed, Rng, VecReader};
+use super::{iterations, no_internal_errors, seed, Rng, VecReader};
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
 use xlat::os::shadow::{ShadowAllocator, ShadowMethod, ShadowPolicy};

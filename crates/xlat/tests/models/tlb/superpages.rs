@@ -278,7 +278,7 @@ fn records() -> impl Strategy<Value = Vec<Record>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_cases(24))]
 
     #[test]
     fn tlbs_never_translate_what_the_page_table_does_not_hold(recs in records(), entries in 1u32..5) {

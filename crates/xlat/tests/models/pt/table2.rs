@@ -121,7 +121,7 @@ fn check_sizes(pages: &[(u32, u64)]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     #[test]
     fn nactive_matches_brute_force(
