@@ -1,6 +1,8 @@
 //! The library's integration tests, one test binary grouped by model, so that a test is found by
-//! its path (`cargo test -p xlat --test models pt::hashed`, `... tlb::formats`):
+//! its path (`cargo test -p xlat --test models pt::hashed`, `... tlb::formats`, `... golden`):
 //!
+//! - `golden`: exact counts of every preset and of one design per TLB policy, page-table kind and
+//!   TLB entry format on both bundled traces, pinned in `tests/golden/` (`XLAT_BLESS=1` rewrites);
 //! - `tlb`: entry formats, replacement policies and superpage / subblock TLBs against reference
 //!   models, the software TLB;
 //! - `pt`: each page-table kind's walks and sizes, superpage and partial-subblock PTEs, parameters,
@@ -21,6 +23,7 @@ mod cache;
 mod curve;
 mod engine;
 mod fuzz;
+mod golden;
 mod os;
 mod plot;
 mod pt;
