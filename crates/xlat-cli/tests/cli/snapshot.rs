@@ -1,9 +1,7 @@
 //! `xlat snapshot` on live processes, checked against /proc read independently here, and
 //! `xlat run --snapshot` checked against talluri95's Table 2 size formulas.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -108,7 +106,7 @@ const HELPER_ENV: &str = "XLAT_SNAPSHOT_TEST_HELPER";
 /// The helper process: this test binary run again, with only [`helper_holds_50mb`] selected.
 fn helper_command() -> Vec<String> {
     let exe = std::env::current_exe().expect("the test binary's path");
-    [s(&exe), "--exact", "helper_holds_50mb", "--ignored", "--test-threads=1", "--quiet"]
+    [s(&exe), "--exact", "snapshot::helper_holds_50mb", "--ignored", "--test-threads=1", "--quiet"]
         .iter()
         .map(|a| a.to_string())
         .collect()

@@ -3,9 +3,7 @@
 //! the errors when a tool is missing. `scripts/test.sh` installs `qemu-user`, `valgrind` and
 //! the C compiler these tests use.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

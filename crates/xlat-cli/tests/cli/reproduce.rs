@@ -4,9 +4,7 @@
 //! `results.json` — computed in this test from the raw counters, not read from the report's own
 //! verdicts.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn f(v: &Value) -> f64 {

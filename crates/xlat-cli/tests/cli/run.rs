@@ -1,8 +1,6 @@
 //! `xlat run`: configs, presets, trace formats, stdin, JSON/CSV reports, --max-refs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

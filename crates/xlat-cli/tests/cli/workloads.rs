@@ -1,9 +1,7 @@
 //! The workload suite: the manifest, the input generators, and `xlat workloads build|list` on
 //! two small workloads (traced with QEMU; `scripts/test.sh` installs what they need).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;

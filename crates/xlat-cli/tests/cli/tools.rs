@@ -1,8 +1,6 @@
 //! `xlat info`, `xlat gen`, `xlat presets` and `xlat demo`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn read(p: &Path) -> Vec<u8> {

@@ -1,9 +1,7 @@
 //! `xlat run --jobs N`: the designs spread over threads give the same report, byte for byte
 //! (apart from the timing), whatever N, including a design that fails part way.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn report(args: &[&str]) -> Value {

@@ -1,8 +1,6 @@
 //! `xlat model`: Table 2 formulas beside the simulated tables, on a handmade snapshot.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 /// Two processes: ASID 0 maps pages 0x400..0x414 and 0x7f000..0x7f003, ASID 1 pages 0x10, 0x11.

@@ -1,9 +1,7 @@
 //! `xlat convert`: format inference from content and name, compression suffixes, --from/--to,
 //! lossless round trips, ChampSim.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 const GZIP: &[u8] = &[0x1f, 0x8b];

@@ -1,5 +1,4 @@
-//! Helpers shared by the end-to-end tests of the `xlat` binary (included with `mod common;`).
-#![allow(dead_code)]
+//! Helpers shared by the end-to-end tests of the `xlat` binary.
 
 use serde_json::{json, Value};
 use std::io::Write;

@@ -11,7 +11,7 @@
 //! Commands of one document run one after another in a scratch directory holding links to the
 //! repository's `data/` and `configs/`, with the `xlat` under test first on the PATH. In the
 //! expected text, `[..]` matches any part of a line (timings) and a line `...` any number of
-//! lines. `XLAT_BLESS=1 cargo test -p xlat-cli --test doc_examples` rewrites mismatching examples
+//! lines. `XLAT_BLESS=1 cargo test -p xlat-cli --test cli doc_examples` rewrites mismatching examples
 //! with what the commands print now (keeping the expected lines whose wildcards still match), for
 //! a person to review with `git diff`.
 

@@ -2,9 +2,7 @@
 //! `xlat run` (fully and set-associative, several page sizes, other policies), the JSON and CSV
 //! contract, the sampled curve's error bound of docs/curve.md, and bad input.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

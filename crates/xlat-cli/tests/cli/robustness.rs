@@ -1,9 +1,7 @@
 //! Inputs and conditions that once crashed xlat, destroyed files or ran without bound, each with
 //! its minimal input: now a one-line error with exit status 2, a quiet end, or a counted warning.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fs::File;
 use std::process::Stdio;
 

@@ -2,9 +2,7 @@
 //! and the offset, line or key and what was expected, and writes no report (no table, no JSON,
 //! no CSV).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -505,8 +503,8 @@ fn a_32_bit_design_on_a_64_bit_trace_names_va_bits() {
     let err = sc.check(&out, "va_bits = 32");
     // The only design failed: nothing is reported, and the error names the trace and where.
     assert_mentions(&err, &["fa64", "va_bits", "32-bit", "demo.xtr", "reference 3 (record 3)"]);
-    // (Alongside designs that accept the trace, those are reported: cli_run.rs,
-    // one_failing_design_does_not_abort_the_others.)
+    // (Alongside designs that accept the trace, those are reported:
+    // run::one_failing_design_does_not_abort_the_others.)
     let compact = sc.file(
         "compact.toml",
         MINIMAL.replace("kind = \"radix\"", "kind = \"radix\"\nva_bits = 32") + "\n[layout]\nkind = \"compact32\"\n",

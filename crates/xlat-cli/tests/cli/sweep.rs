@@ -1,9 +1,7 @@
 //! `xlat sweep`: every row of the table against a separate `xlat run --json` of the same design;
 //! reruns and killed sweeps computing only the missing points; errors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
