@@ -1,6 +1,6 @@
 """Every Python example of the documentation runs, and prints what the document shows.
 
-In each Markdown file of DOCS, in order (the conventions of crates/xlat-cli/tests/doc_examples.rs,
+In each Markdown file of DOCS, in order (the conventions of crates/xlat-cli/tests/cli/doc_examples.rs,
 which checks the console examples' output):
 - a ```` ```toml ```` block whose first line is ``# NAME.toml`` is written to ``NAME.toml``;
 - a ```` ```console ```` block's ``$ COMMAND`` lines run under ``sh -c`` (their output is

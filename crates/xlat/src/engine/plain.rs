@@ -7,7 +7,7 @@
 //! models they lack: a lookup is the level-1 TLB's inline check, and a miss is a walk, the
 //! page fault if there is no mapping, and one fill. Everything else (events, faults) takes the
 //! general code, so the counters are those of [`System::process_until`]'s general loop exactly;
-//! `tests/engine_plain.rs` checks it against that loop on random traces with events.
+//! `tests/models/engine/plain.rs` checks it against that loop on random traces with events.
 
 use super::{DesignError, System};
 use crate::addr::{Asid, Vpn};

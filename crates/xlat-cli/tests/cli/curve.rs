@@ -1,0 +1,231 @@
+//! `xlat curve` end to end on the bundled real traces: every point equals a separate design of
+//! `xlat run` (fully and set-associative, several page sizes, other policies), the JSON and CSV
+//! contract, the sampled curve's error bound of docs/curve.md, and bad input.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// A one-TLB design with no extras: what a curve point stands for.
+fn design(entries: u32, ways: u32, policy: &str, page_size: u64) -> String {
+    format!(
+        "name = \"e{entries}w{ways}p{page_size}\"\npage_size = {page_size}\n[[tlb]]\nname = \"L1\"\nentries = {entries}\nways = {ways}\npolicy = \"{policy}\"\n[page_table]\nkind = \"radix\"\n"
+    )
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// Runs `xlat curve` with `args` over `trace`, then one `xlat run` of every point's design (all
+/// in one pass, each its own simulation), and compares misses and lookups.
+fn check_curve_equals_runs(trace: &Path, args: &[&str], policy: &str) {
+    let mut a = vec!["curve", "-t", s(trace), "--json", "-", "--policy", policy];
+    a.extend(args);
+    let doc = json_of(&run(&a));
+    let dir = tempfile::tempdir().unwrap();
+    let curves = doc["curves"].as_array().unwrap();
+    assert!(!curves.is_empty());
+    assert_eq!(doc["points"], curves[0]["points"], "the top-level points are the first page size's");
+    for c in curves {
+        let ps = c["page_size"].as_u64().unwrap();
+        let points = c["points"].as_array().unwrap();
+        let mut run_args = vec!["run".to_string(), "-t".into(), s(trace).into(), "--json".into(), "-".into()];
+        for (i, p) in points.iter().enumerate() {
+            let (e, w) = (p["entries"].as_u64().unwrap() as u32, p["ways"].as_u64().unwrap() as u32);
+            let f = write(dir.path(), &format!("d{ps}-{i}.toml"), design(e, w, policy, ps));
+            run_args.extend(["-c".into(), s(&f).to_string()]);
+        }
+        let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+        let report = json_of(&run(&run_args));
+        let configs = report["configs"].as_array().unwrap();
+        assert_eq!(configs.len(), points.len());
+        for (p, cfg) in points.iter().zip(configs) {
+            let tlb = &cfg["tlb"][0];
+            assert_eq!(c["lookups"], tlb["accesses"], "lookups at page size {ps}");
+            assert_eq!(
+                p["misses"], tlb["misses"],
+                "{} entries, {} ways, page size {ps}, {policy}: curve vs xlat run",
+                p["entries"], p["ways"]
+            );
+            let ratio = p["misses"].as_f64().unwrap() / c["lookups"].as_f64().unwrap();
+            assert!((p["miss_ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
+            let instr = doc["trace"]["by_kind"]["ifetch"].as_f64().unwrap();
+            assert!((p["mpki"].as_f64().unwrap() - p["misses"].as_f64().unwrap() * 1000.0 / instr).abs() < 1e-9);
+        }
+    }
+}
+
+#[test]
+fn lru_curve_equals_separate_runs_on_the_real_traces() {
+    // Fully associative over a range (including sizes that are not powers of two), and
+    // set-associative, at three page sizes; both bundled files (xtr, and zstd lackey text).
+    check_curve_equals_runs(&demo_xtr(), &["--entries", "1..6", "--ways", "full,1,2"], "lru");
+    check_curve_equals_runs(
+        &demo_xtr(),
+        &["--entries", "8,16,64,128,256", "--ways", "full,4,8", "--page-size", "4096,16K,2M"],
+        "lru",
+    );
+    check_curve_equals_runs(&lackey_fixture(), &["--entries", "16,32,128", "--ways", "4"], "lru");
+    check_curve_equals_runs(
+        &lackey_fixture(),
+        &["--entries", "12,32,48,128", "--ways", "full", "--page-size", "8K"],
+        "lru",
+    );
+}
+
+#[test]
+fn other_policies_equal_separate_runs() {
+    for policy in ["fifo", "random", "nru", "plru"] {
+        check_curve_equals_runs(&demo_xtr(), &["--entries", "16,64", "--ways", "full,4"], policy);
+    }
+}
+
+#[test]
+fn json_and_csv_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, c) = (dir.path().join("c.json"), dir.path().join("c.csv"));
+    let out = run(&[
+        "curve",
+        "-t",
+        s(&demo_xtr()),
+        "--entries",
+        "8,16,32,64",
+        "--ways",
+        "full,4",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(doc["page_size"], 4096);
+    assert!(doc["trace"]["references"].as_u64().unwrap() > 0);
+    let points = doc["points"].as_array().unwrap();
+    let pairs: Vec<(u64, u64)> =
+        points.iter().map(|p| (p["entries"].as_u64().unwrap(), p["ways"].as_u64().unwrap())).collect();
+    assert_eq!(pairs, [(8, 8), (8, 4), (16, 16), (16, 4), (32, 32), (32, 4), (64, 64), (64, 4)]);
+    for p in points {
+        for k in ["misses", "miss_ratio", "mpki"] {
+            assert!(p[k].is_number(), "{k} in {p}");
+        }
+    }
+    let csv = std::fs::read_to_string(&c).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..5], ["entries", "ways", "misses", "miss_ratio", "mpki"]);
+    for (line, p) in lines.zip(points) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f[0], p["entries"].to_string());
+        assert_eq!(f[1], p["ways"].to_string());
+        assert_eq!(f[2], p["misses"].to_string());
+    }
+    // The table names every point too.
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count(), 8);
+}
+
+#[test]
+fn plot_writes_an_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("mrc.svg");
+    let out = run(&["curve", "-q", "-t", s(&demo_xtr()), "--entries", "1..300", "--ways", "full,4", "--plot", s(&svg)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+}
+
+/// The bound docs/curve.md states for `--sample 0.1` on the bundled trace: every fully
+/// associative size from 1 to 256 within 0.005 of the exact miss ratio.
+#[test]
+fn sampled_curve_error_stays_under_the_documented_bound() {
+    let exact = json_of(&run(&["curve", "-t", s(&demo_xtr()), "--entries", "1..256", "--json", "-"]));
+    for rate in ["0.1", "0.25"] {
+        let approx =
+            json_of(&run(&["curve", "-t", s(&demo_xtr()), "--entries", "1..256", "--sample", rate, "--json", "-"]));
+        let (e, a) = (exact["points"].as_array().unwrap(), approx["points"].as_array().unwrap());
+        assert_eq!(e.len(), 256);
+        assert_eq!(e.len(), a.len());
+        for (x, y) in e.iter().zip(a) {
+            let err = (x["miss_ratio"].as_f64().unwrap() - y["miss_ratio"].as_f64().unwrap()).abs();
+            assert!(
+                err < 0.005,
+                "rate {rate}, {} entries: exact {} sampled {}",
+                x["entries"],
+                x["miss_ratio"],
+                y["miss_ratio"]
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_status_2() {
+    let t = demo_xtr();
+    let dir = tempfile::tempdir().unwrap();
+    let bad_trace = write(dir.path(), "bad.xtr", b"XTR\x01garbage that is not a trace");
+    let json = dir.path().join("out.json");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--entries", "8,x"], "--entries"),
+        (vec!["--entries", "0"], "--entries"),
+        (vec!["--entries", "64..8"], "--entries"),
+        (vec!["--policy", "mru"], "--policy"),
+        (vec!["--ways", "0"], "--ways"),
+        (vec!["--entries", "4", "--ways", "8"], "8 ways exceed 4 entries"),
+        (vec!["--entries", "48", "--ways", "4"], "power of two"),
+        (vec!["--page-size", "3000"], "--page-size"),
+        (vec!["--sample", "1.5"], "--sample"),
+        (vec!["--plot", "x.pdf"], "--plot"),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec!["curve", "-t", s(&t), "--json", s(&json)];
+        a.extend(&extra);
+        let err = expect_error(&run(&a), &format!("{extra:?}"));
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert_absent(&json);
+    }
+    let err = expect_error(&run(&["curve", "-t", s(&bad_trace), "--json", s(&json)]), "bad trace");
+    assert!(err.contains("bad.xtr"), "{err}");
+    assert_absent(&json);
+    let err = expect_error(&run(&["curve", "-t", s(&dir.path().join("missing.xtr"))]), "missing trace");
+    assert!(err.contains("missing.xtr"), "{err}");
+}
+
+/// Curves that once exhausted memory or ran for hours: a one-line error naming the flag, the
+/// total and the bound, at once, under a 6 GiB memory limit; and the largest LRU curve, which
+/// stays one cheap pass.
+#[test]
+fn curves_above_their_bounds_are_refused_at_once() {
+    let t = demo_xtr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let cases: &[(&[&str], &[&str])] = &[
+        // Every size to 100000 with FIFO: one TLB per size, until memory ran out.
+        (&["--entries", "1..100000", "--policy", "fifo"], &["--entries", "100000 TLBs", "more than 256"]),
+        // Every size to 4096: 4096 lookups per reference.
+        (&["--entries", "1..4096", "--policy", "fifo"], &["--entries", "4096 TLBs", "more than 256"]),
+        (&["--entries", "1048576", "--policy", "random", "--page-size", "4K,8K,16K,32K,64K"], &["5242880 entries"]),
+        // 2 sets of 524288 ways: each reference searched a stack that deep.
+        (&["--entries", "1048576", "--ways", "524288"], &["--ways", "524288 deep", "16384"]),
+        (&["--entries", "1..1048576", "--page-size", "4K,8K,16K"], &["--entries", "2097152"]),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec!["curve", "-t", s(&t), "--json", s(&json)];
+        a.extend(extra.iter());
+        let (out, took) = run_bounded(&a);
+        let err = expect_error(&out, &format!("{extra:?}"));
+        assert_mentions(&err, want);
+        assert!(took.as_secs() < 10, "{extra:?}: refused after {took:?}");
+        assert_absent(&json);
+    }
+    // At the bound of side-by-side TLBs; and every size to 2^20 with LRU.
+    let (out, _) =
+        run_bounded(&["curve", "-q", "-t", s(&t), "--entries", "1..256", "--policy", "fifo", "--json", s(&json)]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["points"].as_array().unwrap().len(), 256);
+    let (out, took) = run_bounded(&["curve", "-q", "-t", s(&t), "--entries", "1..1048576", "--max-refs", "100000"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(took.as_secs() < 60, "every size to 2^20 took {took:?}");
+}

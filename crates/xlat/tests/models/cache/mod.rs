@@ -1,0 +1,4 @@
+//! Caches and what sits behind them.
+
+mod hierarchy;
+mod mtlb;

@@ -1,0 +1,5 @@
+//! The engine end to end: events, the plain designs' loop, Itanium layouts and regions.
+
+mod events;
+mod itanium;
+mod plain;
