@@ -35,7 +35,6 @@
 //! way a line's payload is its physical line address and its dirty bit.
 
 use crate::addr::{Asid, PageSize, Vpn};
-use crate::config::Serves;
 use crate::pt::ParamError;
 use crate::tlb::policy::PolicyState;
 use crate::tlb::{Geometry, Policy, Tlb, TlbData};
@@ -97,6 +96,30 @@ fn one_u64() -> u64 {
 }
 fn yes() -> bool {
     true
+}
+
+/// Which references a TLB structure or a cache level serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Serves {
+    /// Instruction fetches and data alike.
+    #[default]
+    Unified,
+    /// Loads, stores and modifies.
+    Data,
+    /// Instruction fetches.
+    Instruction,
+}
+
+impl Serves {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Serves::Unified => "unified",
+            Serves::Data => "data",
+            Serves::Instruction => "instruction",
+        }
+    }
 }
 
 /// One `[[cache]]` level.

@@ -4,6 +4,7 @@
 //! rejected), then [`Config::validate`] checks every value and [`crate::engine::System::new`]
 //! builds the components. Every error names the file and the key.
 
+pub use crate::cache::Serves;
 use crate::cache::{CacheLevelConfig, MemoryConfig};
 use crate::cost::CostConfig;
 use crate::os::OsConfig;
@@ -11,30 +12,6 @@ use crate::pt::{PageTableConfig, ParamError};
 use crate::tlb::Policy;
 use serde::Deserialize;
 use std::path::Path;
-
-/// Which references a TLB structure serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Serves {
-    /// Instruction fetches and data alike.
-    #[default]
-    Unified,
-    /// Loads, stores and modifies.
-    Data,
-    /// Instruction fetches.
-    Instruction,
-}
-
-impl Serves {
-    /// Name used in configs and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Serves::Unified => "unified",
-            Serves::Data => "data",
-            Serves::Instruction => "instruction",
-        }
-    }
-}
 
 /// How TLB entries of different processes are kept apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]

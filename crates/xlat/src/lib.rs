@@ -57,6 +57,8 @@ pub mod curve;
 pub mod engine;
 pub mod limits;
 pub mod model;
+#[cfg(test)]
+mod module_graph;
 pub mod mtlb;
 pub mod os;
 pub mod output;

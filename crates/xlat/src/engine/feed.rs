@@ -5,7 +5,7 @@
 //! stays constant whatever the trace length.
 
 use super::probe::{Probe, FAR_NS};
-use crate::trace::frames::SpareWork;
+use crate::trace::SpareWork;
 use crate::trace::{BatchWords, Record, TraceCounts, TraceError, TraceReader, BATCH, SLOW_WORD};
 use std::cell::RefCell;
 use std::collections::VecDeque;

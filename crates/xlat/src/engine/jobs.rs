@@ -367,7 +367,7 @@ mod tests {
         fn stats(&self) -> crate::trace::ReaderStats {
             self.reader.stats()
         }
-        fn spare_work(&self) -> Option<Arc<dyn crate::trace::frames::SpareWork>> {
+        fn spare_work(&self) -> Option<Arc<dyn crate::trace::SpareWork>> {
             self.reader.spare_work()
         }
         fn busy_threads(&self) -> usize {

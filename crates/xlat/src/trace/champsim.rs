@@ -22,7 +22,7 @@
 
 use std::io::{Read, Write};
 
-use super::open::{CompressedWriter, Compression};
+use super::compress::{CompressedWriter, Compression};
 use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
 
 /// Bytes per record.

@@ -27,7 +27,7 @@
 
 use std::io::{self, Read, Write};
 
-use super::open::{CompressedWriter, Compression};
+use super::compress::{CompressedWriter, Compression};
 use super::{Kind, ReaderStats, Record, TraceError, TraceReader, TraceWriter};
 
 /// Read buffer size; also the longest line that can be a reference.

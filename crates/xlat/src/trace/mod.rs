@@ -5,15 +5,17 @@
 //! simulation loop never sees a format, a string or an allocation per reference. All readers
 //! stream: memory use is constant whatever the trace length.
 
-mod ahead;
 pub mod champsim;
-pub mod frames;
+pub mod compress;
 pub mod gen;
 pub mod info;
 pub mod lackey;
-pub mod lz4;
 pub mod open;
+mod spare;
 pub mod xtr;
+
+pub use compress::{frames, lz4};
+pub use spare::SpareWork;
 
 use std::fmt;
 
@@ -507,7 +509,7 @@ pub trait TraceReader: Send {
     }
     /// Work of this reader that another thread may do while it would otherwise wait for the
     /// reader's next batch (decompressing the input ahead: [`frames`]).
-    fn spare_work(&self) -> Option<std::sync::Arc<dyn frames::SpareWork>> {
+    fn spare_work(&self) -> Option<std::sync::Arc<dyn SpareWork>> {
         None
     }
     /// Threads outside the run that keep a core busy while it reads: a tracer's thread and the

@@ -1,13 +1,6 @@
-//! Opening trace files: compression and format detection, writers, conversion.
-//!
-//! # Compression
-//!
-//! Input compression is recognised from the first bytes of the content, never from the name:
-//! gzip (`1f 8b`), zstd (`28 b5 2f fd`), xz (`fd 37 7a 58 5a 00`) and LZ4 (`04 22 4d 18`).
-//! Concatenated members / frames / streams are read in sequence, and up to [`MAX_LAYERS`] nested
-//! layers are undone (a gzipped `.xtr`, which is zstd inside, reads fine). Output compression
-//! follows the name's suffix: `.gz`, `.zst`, `.xz` or `.lz4`; xtr is zstd-compressed inside
-//! unless the name asks for another.
+//! Opening trace files: format detection, readers and writers over files, conversion. The
+//! compression around a trace is undone (and made) by [`compress`](super::compress), whose
+//! [`Compression`], [`CompressedWriter`] and [`decompress`] are also here.
 //!
 //! # Format detection
 //!
@@ -27,262 +20,19 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Cursor, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use super::champsim::{ChampsimReader, ChampsimWriter};
+pub use super::compress::{decompress, CompressedWriter, Compression, MAX_LAYERS};
+use super::compress::{decompress_layers, frames, peek_bytes};
 use super::lackey::{LackeyReader, LackeyWriter};
+use super::spare::{Both, SpareWork};
 use super::xtr::{XtrOptions, XtrReader, XtrWriter};
 use super::{BatchWords, Format, ReaderStats, Record, TraceError, TraceReader, TraceWriter, BATCH};
 
-/// Most nested compression layers undone when reading.
-pub const MAX_LAYERS: usize = 3;
-
 /// Bytes of (decompressed) content examined to recognise the format.
 pub const DETECT_PREFIX: usize = 64 * 1024;
-
-/// A stream compression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
-    /// Not compressed.
-    None,
-    /// gzip (RFC 1952).
-    Gzip,
-    /// Zstandard.
-    Zstd,
-    /// xz (LZMA2).
-    Xz,
-    /// LZ4 frames.
-    Lz4,
-}
-
-impl Compression {
-    /// The compression whose magic bytes start `prefix` (6 bytes are enough), or `None`.
-    pub fn detect(prefix: &[u8]) -> Compression {
-        if prefix.starts_with(&[0x1f, 0x8b]) {
-            Compression::Gzip
-        } else if prefix.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-            Compression::Zstd
-        } else if prefix.starts_with(&[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) {
-            Compression::Xz
-        } else if prefix.starts_with(&super::lz4::MAGIC.to_le_bytes()) {
-            Compression::Lz4
-        } else {
-            Compression::None
-        }
-    }
-
-    /// The compression a file name asks for by its suffix (`.gz`, `.zst`, `.xz`, `.lz4`).
-    pub fn from_name(name: &str) -> Compression {
-        let lower = name.to_ascii_lowercase();
-        if lower.ends_with(".gz") {
-            Compression::Gzip
-        } else if lower.ends_with(".zst") || lower.ends_with(".zstd") {
-            Compression::Zstd
-        } else if lower.ends_with(".xz") {
-            Compression::Xz
-        } else if lower.ends_with(".lz4") {
-            Compression::Lz4
-        } else {
-            Compression::None
-        }
-    }
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Compression::None => "none",
-            Compression::Gzip => "gzip",
-            Compression::Zstd => "zstd",
-            Compression::Xz => "xz",
-            Compression::Lz4 => "lz4",
-        }
-    }
-}
-
-/// Reads up to `n` bytes (fewer only at end of input).
-fn peek_bytes(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
-    let mut v = Vec::with_capacity(n);
-    r.take(n as u64).read_to_end(&mut v)?;
-    Ok(v)
-}
-
-/// Wraps `inner` in decoders for the compression layers its content starts with (up to
-/// [`MAX_LAYERS`]); returns the decompressed stream and the layers found, outermost first.
-pub fn decompress<'a, R: Read + Send + 'a>(inner: R) -> io::Result<(Box<dyn Read + Send + 'a>, Vec<Compression>)> {
-    decompress_layers(inner, MAX_LAYERS)
-}
-
-/// [`decompress`], undoing at most `max_layers` layers.
-fn decompress_layers<'a, R: Read + Send + 'a>(
-    inner: R,
-    max_layers: usize,
-) -> io::Result<(Box<dyn Read + Send + 'a>, Vec<Compression>)> {
-    let mut stream: Box<dyn Read + Send + 'a> = Box::new(inner);
-    let mut layers = Vec::new();
-    loop {
-        let prefix = peek_bytes(&mut stream, 6)?;
-        let c = Compression::detect(&prefix);
-        let rejoined: Box<dyn Read + Send + 'a> = Box::new(Cursor::new(prefix).chain(stream));
-        if c == Compression::None || layers.len() == max_layers {
-            return Ok((rejoined, layers));
-        }
-        layers.push(c);
-        stream = layer(c, rejoined, 0, 0)?;
-    }
-}
-
-/// Counts the compressed bytes a decoder has consumed.
-struct Counting<R> {
-    inner: R,
-    n: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let k = self.inner.read(buf)?;
-        self.n.fetch_add(k as u64, Ordering::Relaxed);
-        Ok(k)
-    }
-}
-
-/// The error of `kind` compressed data cut or damaged near compressed byte `consumed`, with
-/// `produced` bytes decompressed before it: the one wording of every decompression layer.
-pub(super) fn corrupt(
-    error_kind: io::ErrorKind,
-    kind: Compression,
-    consumed: u64,
-    produced: u64,
-    e: impl std::fmt::Display,
-) -> io::Error {
-    io::Error::new(
-        error_kind,
-        format!(
-            "{} data is truncated or corrupt near compressed byte {consumed} ({produced} bytes decompressed): {e}",
-            kind.name()
-        ),
-    )
-}
-
-/// A `kind` decoding layer over `inner` whose errors say where ([`Layer`]), counting from
-/// `consumed` compressed and `produced` decompressed bytes before it.
-pub(super) fn layer<'a, R: Read + Send + 'a>(
-    kind: Compression,
-    inner: R,
-    consumed: u64,
-    produced: u64,
-) -> io::Result<Box<dyn Read + Send + 'a>> {
-    let n = Arc::new(AtomicU64::new(consumed));
-    let counted = Counting { inner, n: n.clone() };
-    let decoder: Box<dyn Read + Send + 'a> = match kind {
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(counted)?),
-        Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
-        Compression::Lz4 => Box::new(super::lz4::Decoder::new(counted)),
-        Compression::None => Box::new(counted),
-    };
-    Ok(Box::new(Layer { decoder, kind, consumed: n, produced }))
-}
-
-/// A decompression layer whose errors say what happened and where: a cut or damaged compressed
-/// stream reads as "truncated or corrupt", with the compressed and decompressed positions.
-struct Layer<'a> {
-    decoder: Box<dyn Read + Send + 'a>,
-    kind: Compression,
-    consumed: Arc<AtomicU64>,
-    produced: u64,
-}
-
-impl Read for Layer<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.decoder.read(buf) {
-            Ok(k) => {
-                self.produced += k as u64;
-                Ok(k)
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
-            Err(e) => Err(corrupt(e.kind(), self.kind, self.consumed.load(Ordering::Relaxed), self.produced, e)),
-        }
-    }
-}
-
-/// A writer that compresses what it is given (or not); [`CompressedWriter::finish`] ends the
-/// compressed stream and returns the inner writer.
-pub struct CompressedWriter<W: Write> {
-    enc: Enc<W>,
-}
-
-enum Enc<W: Write> {
-    Plain(W),
-    Gzip(flate2::write::GzEncoder<W>),
-    Zstd(super::frames::FrameWriter<W>),
-    Xz(xz2::write::XzEncoder<W>),
-    Lz4(super::lz4::FrameWriter<W>),
-}
-
-impl<W: Write> CompressedWriter<W> {
-    /// Compresses into `inner` with `c` (zstd level 3 in frames of 256 KiB of content, each with
-    /// its content size and checksum, literals raw where Huffman coding saves little
-    /// ([`super::frames::FrameWriter`]), gzip level 6, xz preset
-    /// 6, LZ4 frames of 128 KiB each followed by its XXH3-64 ([`super::lz4::FrameWriter`]);
-    /// always single-threaded).
-    pub fn new(inner: W, c: Compression) -> io::Result<CompressedWriter<W>> {
-        let enc = match c {
-            Compression::None => Enc::Plain(inner),
-            Compression::Gzip => Enc::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::default())),
-            Compression::Zstd => Enc::Zstd(super::frames::FrameWriter::new(inner)?),
-            Compression::Xz => Enc::Xz(xz2::write::XzEncoder::new(inner, 6)),
-            Compression::Lz4 => Enc::Lz4(super::lz4::FrameWriter::new(inner)),
-        };
-        Ok(CompressedWriter { enc })
-    }
-
-    /// Ends the compressed stream, flushes and returns the inner writer.
-    pub fn finish(self) -> io::Result<W> {
-        let mut w = match self.enc {
-            Enc::Plain(w) => w,
-            Enc::Gzip(e) => e.finish()?,
-            Enc::Zstd(e) => e.finish()?,
-            Enc::Xz(e) => e.finish()?,
-            Enc::Lz4(e) => e.finish()?,
-        };
-        w.flush()?;
-        Ok(w)
-    }
-}
-
-impl<W: Write> Write for CompressedWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.enc {
-            Enc::Plain(w) => w.write(buf),
-            Enc::Gzip(e) => e.write(buf),
-            Enc::Zstd(e) => e.write(buf),
-            Enc::Xz(e) => e.write(buf),
-            Enc::Lz4(e) => e.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match &mut self.enc {
-            Enc::Plain(w) => w.write_all(buf),
-            Enc::Gzip(e) => e.write_all(buf),
-            Enc::Zstd(e) => e.write_all(buf),
-            Enc::Xz(e) => e.write_all(buf),
-            Enc::Lz4(e) => e.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match &mut self.enc {
-            Enc::Plain(w) => w.flush(),
-            Enc::Gzip(e) => e.flush(),
-            Enc::Zstd(e) => e.flush(),
-            Enc::Xz(e) => e.flush(),
-            Enc::Lz4(e) => e.flush(),
-        }
-    }
-}
 
 /// Bytes per read-ahead chunk.
 const AHEAD_CHUNK: usize = 1 << 18;
@@ -490,7 +240,7 @@ pub fn reader_from_stream(
     // is always read frame by frame, so that every reader checks the frames' XXH3-64.
     let framed = outer == Compression::Lz4 || (outer == Compression::Zstd && !read_ahead);
     let (mut stream, layers, spare) = if framed {
-        let (frames, spare) = super::frames::frames(stream, outer);
+        let (frames, spare) = frames::frames(stream, outer);
         let (stream, inner) = decompress_layers(frames, MAX_LAYERS - 1).map_err(cannot)?;
         (stream, [vec![outer], inner].concat(), (!read_ahead).then_some(spare))
     } else {
@@ -527,7 +277,7 @@ pub fn reader_from_stream(
 /// A reader whose input other threads may decompress ([`TraceReader::spare_work`]).
 struct WithSpareWork {
     reader: Box<dyn TraceReader>,
-    spare: Arc<dyn super::frames::SpareWork>,
+    spare: Arc<dyn SpareWork>,
 }
 
 impl TraceReader for WithSpareWork {
@@ -544,9 +294,9 @@ impl TraceReader for WithSpareWork {
         self.reader.notes()
     }
     /// The reader's own spare work (decoding blocks) first, then decompressing frames.
-    fn spare_work(&self) -> Option<Arc<dyn super::frames::SpareWork>> {
+    fn spare_work(&self) -> Option<Arc<dyn SpareWork>> {
         Some(match self.reader.spare_work() {
-            Some(own) => Arc::new(super::ahead::Both(own, self.spare.clone())),
+            Some(own) => Arc::new(Both(own, self.spare.clone())),
             None => self.spare.clone(),
         })
     }

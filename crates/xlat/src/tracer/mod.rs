@@ -9,6 +9,7 @@
 
 pub mod plugin;
 mod qemu;
+mod spawn;
 pub mod stream;
 mod valgrind;
 
@@ -21,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::trace::{ReaderStats, Record, TraceError, TraceReader, BATCH};
 
+pub use spawn::spawn;
 pub use stream::{DemuxStats, DEFAULT_QUANTUM};
 
 /// How the program is traced.
@@ -387,21 +389,6 @@ impl stream::Emit for Sink {
             self.batch_full();
         }
     }
-}
-
-/// Starts tracing `spec.command`; the program runs (its standard streams are xlat's) while the
-/// returned reader yields its records.
-pub fn spawn(spec: &TraceSpec) -> Result<ChannelReader, TracerError> {
-    if spec.command.is_empty() {
-        return Err(TracerError::Command("no command to trace: give it after `--`".to_string()));
-    }
-    let (sink, mut reader) = channel();
-    let outcome = reader.outcome.clone();
-    reader.thread = Some(match spec.backend {
-        Backend::Qemu => qemu::start(spec, sink, outcome)?,
-        Backend::Lackey => valgrind::start(spec, sink, outcome)?,
-    });
-    Ok(reader)
 }
 
 /// The two ends of the channel from a tracer's thread to its reader.

@@ -16,7 +16,8 @@
 
 use std::io::{self, Cursor, Read, Write};
 
-use super::frames::{Framed, Framer};
+use super::framing::{Framed, Framer};
+use super::{LZ4_MAGIC, SKIPPABLE};
 
 /// Content bytes per frame that [`FrameWriter`] writes (see [`super::frames::FRAME_BYTES`] for
 /// zstd's). LZ4 matches reach 64 KiB back, so larger frames compress hardly better: on the
@@ -26,8 +27,6 @@ use super::frames::{Framed, Framer};
 /// stay in the cores' caches.
 pub const FRAME_BYTES: usize = 1 << 17;
 
-/// The LZ4 frame magic number.
-pub const MAGIC: u32 = 0x184d_2204;
 /// The magic number of the skippable frame after each frame xlat writes, holding the content's
 /// XXH3-64 ([`CHECKSUM_TAG`], then the hash, little-endian).
 pub const CHECKSUM_MAGIC: u32 = 0x184d_2a5c;
@@ -142,7 +141,7 @@ impl Framer for Lz4 {
     const FRAME_BYTES: usize = FRAME_BYTES;
 
     fn frame(&mut self, content: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(&LZ4_MAGIC.to_le_bytes());
         out.extend_from_slice(&[FLG, BD]);
         out.extend_from_slice(&(content.len() as u64).to_le_bytes());
         out.push((twox_hash::XxHash32::oneshot(0, &out[4..14]) >> 8) as u8);
@@ -236,7 +235,7 @@ impl<R: Read> Read for Decoder<R> {
                         }
                     }
                     let m = u32::from_le_bytes(magic);
-                    if super::frames::SKIPPABLE.contains(&m) {
+                    if SKIPPABLE.contains(&m) {
                         let mut len = [0u8; 4];
                         let len =
                             if read_full(&mut r, &mut len)? == 4 { u32::from_le_bytes(len) as u64 } else { u64::MAX };
@@ -244,7 +243,7 @@ impl<R: Read> Read for Decoder<R> {
                             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "cut inside a skippable frame"));
                         }
                         self.state = Some(State::Between(r));
-                    } else if m == MAGIC {
+                    } else if m == LZ4_MAGIC {
                         let d = lz4_flex::frame::FrameDecoder::new(Cursor::new(magic).chain(r));
                         self.state = Some(State::In(Box::new(d)));
                     } else {

@@ -18,8 +18,9 @@ use std::collections::VecDeque;
 use std::io::{self, Cursor, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::lz4;
-use super::open::Compression;
+use super::framing::{Framed, Framer};
+use super::{layers, lz4, Compression, LZ4_MAGIC, SKIPPABLE, ZSTD_MAGIC};
+use crate::trace::spare::{help_once, SpareWork};
 
 /// Content bytes per frame that [`FrameWriter`] writes: about a tenth of a millisecond of
 /// decompression, small enough that the frames ahead and their content stay in the cores'
@@ -39,11 +40,6 @@ const AHEAD: usize = 4;
 const IN: usize = 0;
 const OUT: usize = 1;
 
-/// zstd's frame magic number, and the range of its skippable frames' (RFC 8878, §3.1; LZ4's
-/// frame format has the same range).
-const ZSTD_MAGIC: u32 = 0xfd2f_b528;
-pub(super) const SKIPPABLE: std::ops::RangeInclusive<u32> = 0x184d_2a50..=0x184d_2a5f;
-
 /// The bytes of a zstd frame header (RFC 8878, §3.1.1.1) after its descriptor `fhd`: the
 /// window descriptor unless single-segment, the dictionary ID and the content size; and how
 /// many of them are the content size (the last).
@@ -56,31 +52,6 @@ fn zstd_header(fhd: u8) -> (usize, usize) {
         (f, _) => 1 << f,
     };
     ((!single) as usize + did + fcs, fcs)
-}
-
-/// Work that a thread with nothing else to do may take on for a trace reader.
-pub trait SpareWork: Send + Sync {
-    /// Does one piece of the work if there is one ready to do; returns whether it did.
-    fn help(&self) -> bool;
-}
-
-/// What makes a frame of content: zstd's ([`Zstd`]) or LZ4's ([`super::lz4::Lz4`]).
-pub trait Framer {
-    /// Content bytes per frame.
-    const FRAME_BYTES: usize;
-    /// Puts the frame of `content` in `out` (empty on entry).
-    fn frame(&mut self, content: &[u8], out: &mut Vec<u8>) -> io::Result<()>;
-}
-
-/// Writes what it is given as frames of `F::FRAME_BYTES` of content (the last one shorter):
-/// [`FrameWriter`] for zstd, [`super::lz4::FrameWriter`] for LZ4.
-pub struct Framed<W: Write, F: Framer> {
-    inner: W,
-    buf: Vec<u8>,
-    out: Vec<u8>,
-    framer: F,
-    /// Whether a frame was written (an empty stream is still one, empty, frame).
-    wrote: bool,
 }
 
 /// Writes what it is given as zstd frames of [`FRAME_BYTES`] of content (the last one
@@ -165,50 +136,6 @@ impl<W: Write> FrameWriter<W> {
     /// A writer of zstd frames into `inner`.
     pub fn new(inner: W) -> io::Result<FrameWriter<W>> {
         Ok(Framed::with(inner, Zstd::new()?))
-    }
-}
-
-impl<W: Write, F: Framer> Framed<W, F> {
-    /// A writer of `framer`'s frames into `inner`.
-    pub(super) fn with(inner: W, framer: F) -> Framed<W, F> {
-        Framed { inner, buf: Vec::with_capacity(F::FRAME_BYTES), out: Vec::new(), framer, wrote: false }
-    }
-
-    /// Writes the content held so far as one frame.
-    fn frame(&mut self) -> io::Result<()> {
-        self.out.clear();
-        self.framer.frame(&self.buf, &mut self.out)?;
-        self.inner.write_all(&self.out)?;
-        self.buf.clear();
-        self.wrote = true;
-        Ok(())
-    }
-
-    /// Writes the last frame and returns the inner writer (not flushed).
-    pub fn finish(mut self) -> io::Result<W> {
-        if !self.buf.is_empty() || !self.wrote {
-            self.frame()?;
-        }
-        Ok(self.inner)
-    }
-}
-
-impl<W: Write, F: Framer> Write for Framed<W, F> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = data.len().min(F::FRAME_BYTES - self.buf.len());
-        self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == F::FRAME_BYTES {
-            self.frame()?;
-        }
-        Ok(n)
-    }
-
-    /// Ends the frame in progress (everything written so far can then be read) and flushes.
-    fn flush(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
-            self.frame()?;
-        }
-        self.inner.flush()
     }
 }
 
@@ -308,9 +235,9 @@ struct Found {
 }
 
 /// The error of corrupt or cut `codec` input at compressed byte `offset`, with `produced`
-/// bytes decompressed before it (as the decompression layers of `open.rs` say it).
+/// bytes decompressed before it (as the decompression layers say it).
 fn corrupt(codec: Compression, offset: u64, produced: u64, e: impl std::fmt::Display) -> io::Error {
-    super::open::corrupt(io::ErrorKind::InvalidData, codec, offset, produced, e)
+    layers::corrupt(io::ErrorKind::InvalidData, codec, offset, produced, e)
 }
 
 /// Reads `n` more bytes onto `v`, those given `back` first, then from `src`; false if the
@@ -351,7 +278,7 @@ impl State {
             Ok(None) => {
                 // A frame to read in order, with everything after it.
                 let rest = Cursor::new(bytes).chain(Cursor::new(std::mem::take(&mut self.back))).chain(src);
-                let end = match super::open::layer(self.codec, rest, self.offset, self.produced) {
+                let end = match layers::layer(self.codec, rest, self.offset, self.produced) {
                     Ok(d) => End::Rest(d),
                     Err(e) => End::Failed(e),
                 };
@@ -396,7 +323,7 @@ impl State {
             }
             match (codec, magic) {
                 (Compression::Zstd, ZSTD_MAGIC) => {}
-                (Compression::Lz4, lz4::MAGIC) => return self.take_lz4(src, bytes),
+                (Compression::Lz4, LZ4_MAGIC) => return self.take_lz4(src, bytes),
                 // Not a frame: the in-order decoder reports it as the codec's decoder does.
                 _ => return Ok(None),
             }
@@ -586,20 +513,6 @@ impl SpareWork for Shared {
     fn help(&self) -> bool {
         help_once(&self.state, State::take, |t| self.finish(t))
     }
-}
-
-/// One piece of spare work: takes it from `state` with `take` if the lock is free (never
-/// waiting for it), then does it with `finish` outside the lock; whether there was one.
-pub(super) fn help_once<S, T>(
-    state: &Mutex<S>,
-    take: impl FnOnce(&mut S) -> Option<T>,
-    finish: impl FnOnce(T),
-) -> bool {
-    let t = match state.try_lock() {
-        Ok(mut s) => take(&mut s),
-        Err(_) => None,
-    };
-    t.map(finish).is_some()
 }
 
 impl Read for Frames {
@@ -881,7 +794,7 @@ mod tests {
         let (mut at, mut v) = (0, Vec::new());
         while at < stream.len() {
             v.push(at);
-            assert_eq!(u32::from_le_bytes(stream[at..at + 4].try_into().unwrap()), lz4::MAGIC);
+            assert_eq!(u32::from_le_bytes(stream[at..at + 4].try_into().unwrap()), LZ4_MAGIC);
             at += 15;
             loop {
                 let (len, compressed) = lz4::block(stream[at..at + 4].try_into().unwrap());

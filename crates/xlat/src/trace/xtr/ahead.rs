@@ -1,6 +1,6 @@
 //! The blocks of an xtr stream, decoded by whichever thread is free.
 //!
-//! Each block record of an xtr stream ([`super::xtr::tag::BLOCK`]) starts from a stream's initial
+//! Each block record of an xtr stream ([`tag::BLOCK`](super::tag::BLOCK)) starts from a stream's initial
 //! state, so it can be decoded without the records before it. A reader that was asked for its
 //! [`SpareWork`] (a run's reader thread) queues the next few blocks as [`Job`]s of raw bytes; a
 //! thread that would otherwise wait for the reader (the simulation, when it is ahead, or an idle
@@ -10,8 +10,9 @@
 //! to spare, the decoding is so shared between the cores. Memory stays bounded: at most
 //! [`AHEAD`] blocks wait.
 
-use super::frames::SpareWork;
-use super::{Record, Tally};
+use super::decode::{decode_block, decode_blocks, BlockIn, Params};
+use crate::trace::spare::{help_once, SpareWork};
+use crate::trace::{Record, Tally};
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
@@ -19,26 +20,18 @@ use std::sync::{Mutex, MutexGuard};
 pub(super) const AHEAD: usize = 8;
 
 /// What a block decodes into: a batch's records (all of them, or those whose word is
-/// [`super::SLOW_WORD`]), their page words, and their counts.
+/// [`SLOW_WORD`](crate::trace::SLOW_WORD)), their page words, and their counts.
 pub(super) struct Decoded {
     pub(super) records: Vec<Record>,
     pub(super) words: Vec<u64>,
     pub(super) tally: Tally,
 }
 
-/// How a block is to be decoded: at pages of `2^shift` bytes, every record or not
-/// ([`super::BatchWords`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) struct Params {
-    pub(super) shift: u32,
-    pub(super) all_records: bool,
-}
-
 /// A queued block.
 pub(super) struct Job {
     /// Its place in the queue's order.
     seq: u64,
-    /// The block's records, followed by [`super::xtr::MARGIN`] zero bytes (empty while a
+    /// The block's records, followed by [`MARGIN`](super::MARGIN) zero bytes (empty while a
     /// helper decodes it).
     pub(super) raw: Vec<u8>,
     /// Bytes of records in `raw`, and how many records they are.
@@ -128,14 +121,15 @@ impl Ahead {
 
     /// Decodes a taken job (without the lock) and puts the result in its place; `for_others`
     /// if its batch goes to threads on other cores (a reader with a core to itself,
-    /// [`super::BatchWords::for_other_core`]), whose words [`super::xtr::decode_block`] then
+    /// [`BatchWords::for_other_core`](crate::trace::BatchWords::for_other_core)), whose words
+    /// [`decode_block`] then
     /// stores around this thread's cache.
     pub(super) fn finish(&self, t: Taken, for_others: bool) {
         let Taken { seq, raw, bytes, records, offset, params, out: (mut recs, mut words) } = t;
         let result = if for_others {
-            super::xtr::decode_block::<true>(&raw, bytes, records, params, &mut recs, &mut words)
+            decode_block::<true>(&raw, bytes, records, params, &mut recs, &mut words)
         } else {
-            super::xtr::decode_block::<false>(&raw, bytes, records, params, &mut recs, &mut words)
+            decode_block::<false>(&raw, bytes, records, params, &mut recs, &mut words)
         };
         self.lock().done(seq, raw, decoded(result, recs, words, offset));
     }
@@ -155,7 +149,7 @@ impl Ahead {
         }
     }
 
-    /// [`Ahead::finish`] of two taken jobs, decoded together ([`super::xtr::decode_blocks`]).
+    /// [`Ahead::finish`] of two taken jobs, decoded together ([`decode_blocks`]).
     fn finish_two(&self, a: Taken, b: Taken, for_others: bool) {
         if a.params != b.params {
             self.finish(a, for_others);
@@ -165,13 +159,10 @@ impl Ahead {
         let Taken { seq: sa, raw: ra, bytes: ba, records: na, offset: oa, params, out: (mut ra_recs, mut ra_words) } =
             a;
         let Taken { seq: sb, raw: rb, bytes: bb, records: nb, offset: ob, out: (mut rb_recs, mut rb_words), .. } = b;
-        let ina = super::xtr::BlockIn { raw: &ra, bytes: ba, records: na, recs: &mut ra_recs, words: &mut ra_words };
-        let inb = super::xtr::BlockIn { raw: &rb, bytes: bb, records: nb, recs: &mut rb_recs, words: &mut rb_words };
-        let [resa, resb] = if for_others {
-            super::xtr::decode_blocks::<true>(ina, inb, params)
-        } else {
-            super::xtr::decode_blocks::<false>(ina, inb, params)
-        };
+        let ina = BlockIn { raw: &ra, bytes: ba, records: na, recs: &mut ra_recs, words: &mut ra_words };
+        let inb = BlockIn { raw: &rb, bytes: bb, records: nb, recs: &mut rb_recs, words: &mut rb_words };
+        let [resa, resb] =
+            if for_others { decode_blocks::<true>(ina, inb, params) } else { decode_blocks::<false>(ina, inb, params) };
         let (da, db) = (decoded(resa, ra_recs, ra_words, oa), decoded(resb, rb_recs, rb_words, ob));
         let mut q = self.lock();
         q.done(sa, ra, da);
@@ -195,15 +186,6 @@ impl SpareWork for Ahead {
     /// turns if two are ([`Ahead::take_two`]).
     fn help(&self) -> bool {
         // The helper is, in a run, a thread that reads the batch: the words stay in its cache.
-        super::frames::help_once(&self.state, Ahead::take_two, |taken| self.finish_taken(taken, false))
-    }
-}
-
-/// Two kinds of spare work, the first preferred.
-pub(super) struct Both(pub(super) std::sync::Arc<dyn SpareWork>, pub(super) std::sync::Arc<dyn SpareWork>);
-
-impl SpareWork for Both {
-    fn help(&self) -> bool {
-        self.0.help() || self.1.help()
+        help_once(&self.state, Ahead::take_two, |taken| self.finish_taken(taken, false))
     }
 }
