@@ -20,16 +20,15 @@ use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::Config;
 use crate::os::layout::LayoutFull;
 use crate::os::Os;
-use crate::os::OutOfMemory;
 use crate::pt::{PageTable, ParamError, PtSize};
 use crate::stats::SystemStats;
-use crate::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
+use crate::trace::{Kind, Record};
 use design::Path;
-use feed::Batch;
 use machine::Machine;
 
 pub mod contain;
 mod design;
+mod error;
 mod events;
 pub(crate) mod feed;
 mod front;
@@ -37,16 +36,18 @@ mod jobs;
 mod mach3;
 mod machine;
 mod memory;
+mod pass;
 mod plain;
 mod probe;
 mod tlbs;
 mod walk;
 
 pub use design::Design;
+pub use error::{DesignError, DesignFailure, SimError};
+pub use front::GLOBAL_SPACE;
+pub use jobs::{run, run_jobs};
+pub use pass::{RunOptions, RunSummary};
 pub use tlbs::Structure;
-
-/// The address space of global pages (`os.global`): mapped once, shared by every process.
-pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
 
 /// Most TLB levels on one path ([`crate::limits::MAX_TLB_LEVELS`]).
 pub const MAX_LEVELS: usize = crate::limits::MAX_TLB_LEVELS;
@@ -73,90 +74,6 @@ pub struct System {
     failure: Option<DesignFailure>,
     /// The design takes the plain loop (`engine/plain.rs`).
     plain: bool,
-}
-
-/// Why one design of a run stopped before the end of the trace, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DesignFailure {
-    /// What went wrong.
-    pub error: DesignError,
-    /// 1-based number of the access record (reference) that failed.
-    pub reference: u64,
-    /// 1-based number of the record (accesses and events) that failed.
-    pub record: u64,
-}
-
-/// A simulation that cannot go on.
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    /// The trace could not be read.
-    #[error(transparent)]
-    Trace(#[from] TraceError),
-    /// One design could not simulate the trace.
-    #[error(transparent)]
-    Design(#[from] DesignError),
-}
-
-/// Why one design cannot go on with a trace (the others may).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DesignError {
-    /// No region ID is left for a new process.
-    #[error("config '{config}': {error}")]
-    Rids {
-        /// Which system.
-        config: String,
-        /// Details.
-        error: crate::os::regions::RidsExhausted,
-    },
-    /// The Mach personality has no room for another task.
-    #[error("config '{config}': {error}")]
-    Mach {
-        /// Which system.
-        config: String,
-        /// Details.
-        error: crate::os::mach3::TooManyTasks,
-    },
-    /// The layout has no room for a mapping.
-    #[error("config '{config}': {error}")]
-    Layout {
-        /// Which system.
-        config: String,
-        /// Details.
-        error: LayoutFull,
-    },
-    /// An address beyond the virtual address space the page table translates.
-    #[error("config '{config}': address {addr:#x} lies outside the {va_bits}-bit virtual address space of its page table ({key})")]
-    AddressRange {
-        /// Which system.
-        config: String,
-        /// The address.
-        addr: u64,
-        /// The configured width.
-        va_bits: u32,
-        /// The key that sets it (`page_table.va_bits`, or `page_table.os.va_bits` where the OS
-        /// table behind a VHPT is the narrower).
-        key: &'static str,
-    },
-    /// A system ran out of physical memory.
-    #[error("config '{config}': {error}")]
-    OutOfMemory {
-        /// Which system.
-        config: String,
-        /// Details.
-        error: OutOfMemory,
-    },
-    /// A bug in xlat: the design's simulation panicked somewhere in records `first..=last`.
-    #[error("config '{config}': internal error (a bug in xlat) in records {first} to {last}: {message}")]
-    Internal {
-        /// Which system.
-        config: String,
-        /// The panic's message and place.
-        message: String,
-        /// 1-based numbers of the first and last record of the batch it panicked in.
-        first: u64,
-        /// See `first`.
-        last: u64,
-    },
 }
 
 impl System {
@@ -561,94 +478,3 @@ impl System {
 }
 
 pub use crate::trace::TraceCounts;
-
-/// Options of a run.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RunOptions {
-    /// Stop after this many references (accesses); `None`: the whole trace.
-    pub max_refs: Option<u64>,
-}
-
-/// What a run read.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RunSummary {
-    /// Trace counts.
-    pub trace: TraceCounts,
-    /// What the reader consumed and skipped.
-    pub reader: ReaderStats,
-    /// True if `max_refs` stopped the run before the trace ended.
-    pub truncated_by_limit: bool,
-}
-
-/// Runs every system over one pass of `reader`. `progress` is called after each batch with the
-/// references done so far. A trace that cannot be read ends the run with an error and nothing is
-/// returned: no partial report can be presented. A design that cannot simulate the trace (an
-/// address outside its virtual address space, physical memory exhausted) stops on its own and
-/// the others go on: its [`System::failure`] says why and where, and its counters must not be
-/// reported as a result.
-///
-/// The reader runs on its own thread, a few batches ahead of the simulation (batches are
-/// recycled, so memory stays constant): on a machine with two cores, decoding and simulating
-/// overlap and a run takes about as long as the slower of the two.
-pub fn run(
-    reader: &mut dyn TraceReader,
-    systems: &mut [System],
-    opts: RunOptions,
-    progress: impl FnMut(u64),
-) -> Result<RunSummary, SimError> {
-    run_jobs(reader, systems, opts, 1, progress)
-}
-
-/// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
-/// thread simulates its share of the designs (shares of about equal cost, measured on the
-/// first batches: see `engine/jobs.rs`) over the same decoded batches, which it shares
-/// read-only. Every design sees the same records in the same order whatever `jobs` is, so the
-/// results are identical; `jobs <= 1` (or one design) is the single simulation thread of
-/// [`run`].
-pub fn run_jobs(
-    reader: &mut dyn TraceReader,
-    systems: &mut [System],
-    opts: RunOptions,
-    jobs: usize,
-    progress: impl FnMut(u64),
-) -> Result<RunSummary, SimError> {
-    let jobs = jobs.clamp(1, systems.len().max(1));
-    jobs::run_shares(reader, systems, opts, jobs, jobs::Redeal::RUNS, progress)
-}
-
-/// Empty trace counts whose lookups are at the designs' common page size (4096 if they
-/// differ).
-fn lookup_counts(systems: &[System]) -> TraceCounts {
-    let sizes: Vec<u64> = systems.iter().map(|s| s.m.page_size.bytes()).collect();
-    let common = !sizes.is_empty() && sizes.iter().all(|&s| s == sizes[0]);
-    TraceCounts { lookup_page_size: if common { sizes[0] } else { 4096 }, ..TraceCounts::default() }
-}
-
-/// Feeds `batch` to each system of `systems` that has not failed: through its page words
-/// (made at pages of `2^shift` bytes) when the design can use them.
-fn process_share<'a>(systems: impl IntoIterator<Item = &'a mut System>, batch: &Batch, shift: u32) {
-    let (words, before) = (batch.words(), &batch.before);
-    for s in systems.into_iter().filter(|s| s.failure.is_none()) {
-        let r = contain::run(|| {
-            if s.reads_words(shift) {
-                s.process_plain_words(batch.slow_records(), words)
-            } else {
-                s.process_until(batch.records())
-            }
-        });
-        let r = r.unwrap_or_else(|message| {
-            // A panic: the design's state is not to be trusted, nor is where in the batch.
-            let first = before.references + before.events + 1;
-            let last = first + batch.records().len().saturating_sub(1) as u64;
-            Err((0, DesignError::Internal { config: s.m.name.clone(), message, first, last }))
-        });
-        if let Err((i, error)) = r {
-            let refs_before = batch.accesses_before(i);
-            s.failure = Some(DesignFailure {
-                error,
-                reference: before.references + refs_before + 1,
-                record: before.references + before.events + i as u64 + 1,
-            });
-        }
-    }
-}

@@ -5,7 +5,6 @@
 //! from a `Design` without any check of its own: every error a design can have is reported
 //! here, naming its config key.
 
-use super::MAX_LEVELS;
 use crate::addr::PageSize;
 use crate::config::{Config, Serves, TlbFormat};
 use crate::cost::{CostParams, RefillCost};
@@ -16,7 +15,7 @@ use crate::tlb::{Format, Geometry};
 /// structures).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Path {
-    pub(crate) levels: [u8; MAX_LEVELS],
+    pub(crate) levels: [u8; crate::limits::MAX_TLB_LEVELS],
     pub(crate) len: u8,
 }
 

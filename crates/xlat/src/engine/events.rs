@@ -3,8 +3,9 @@
 //! system calls. An OS personality with handlers of its own (Mach 3.0) then sees the same
 //! event ([`super::System::event`]).
 
+use super::error::DesignError;
+use super::front::GLOBAL_SPACE;
 use super::machine::Machine;
-use super::{DesignError, GLOBAL_SPACE};
 use crate::addr::{Asid, Vpn};
 use crate::cache::Route;
 use crate::os::shadow::{MemOp, ShadowPolicy};

@@ -3,13 +3,16 @@
 //! global pages (`os.global`) and its protection keys. It turns a traced address into the
 //! (tag, page) the TLBs look up, and is the only part that knows processes.
 
-use super::{DesignError, GLOBAL_SPACE};
+use super::error::DesignError;
 use crate::addr::{Asid, Vpn};
 use crate::config::AsidMode;
 use crate::os::keys::Keys;
 use crate::os::layout::{Layout, LayoutFull};
 use crate::os::regions::Regions;
 use crate::trace::Kind;
+
+/// The address space of global pages (`os.global`): mapped once, shared by every process.
+pub const GLOBAL_SPACE: Asid = Asid(u32::MAX - 1);
 
 /// See the module documentation.
 #[derive(Clone, Debug)]

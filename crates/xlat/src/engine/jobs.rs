@@ -8,14 +8,52 @@
 //! their times so far call for it ([`Redeal`]). Every design still sees every batch in trace
 //! order, so its results do not depend on the shares.
 
+use super::error::SimError;
 use super::feed::{self, Batch};
-use super::{lookup_counts, process_share, RunOptions, RunSummary, SimError, System};
+use super::pass::{lookup_counts, process_share, RunOptions, RunSummary};
+use super::System;
 use crate::trace::TraceReader;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+
+/// Runs every system over one pass of `reader`. `progress` is called after each batch with the
+/// references done so far. A trace that cannot be read ends the run with an error and nothing is
+/// returned: no partial report can be presented. A design that cannot simulate the trace (an
+/// address outside its virtual address space, physical memory exhausted) stops on its own and
+/// the others go on: its [`System::failure`] says why and where, and its counters must not be
+/// reported as a result.
+///
+/// The reader runs on its own thread, a few batches ahead of the simulation (batches are
+/// recycled, so memory stays constant): on a machine with two cores, decoding and simulating
+/// overlap and a run takes about as long as the slower of the two.
+pub fn run(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    run_jobs(reader, systems, opts, 1, progress)
+}
+
+/// [`run`] with the designs spread over up to `jobs` threads (besides the reader's): each
+/// thread simulates its share of the designs (shares of about equal cost, measured on the
+/// first batches: see `engine/jobs.rs`) over the same decoded batches, which it shares
+/// read-only. Every design sees the same records in the same order whatever `jobs` is, so the
+/// results are identical; `jobs <= 1` (or one design) is the single simulation thread of
+/// [`run`].
+pub fn run_jobs(
+    reader: &mut dyn TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+    jobs: usize,
+    progress: impl FnMut(u64),
+) -> Result<RunSummary, SimError> {
+    let jobs = jobs.clamp(1, systems.len().max(1));
+    run_shares(reader, systems, opts, jobs, Redeal::RUNS, progress)
+}
 
 /// Batches every design simulates on the calling thread, timed, before the shares are made
 /// (16 batches of 4096 records: a small fraction of any trace worth spreading).

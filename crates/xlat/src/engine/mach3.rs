@@ -5,8 +5,9 @@
 //! ([`Machine`]): its TLB structures, walk record and software TLB, memory side, front and VM
 //! model; it never sees the [`super::System`] around them. Nothing here runs for other designs.
 
+use super::design::{Design, Path};
+use super::error::DesignError;
 use super::machine::Machine;
-use super::{Design, DesignError, Path};
 use crate::addr::{Asid, Vpn};
 use crate::os::mach3::{CostModel, Mach3, Mach3Stats, MissType, Object, KSEG2};
 use crate::tlb::{TlbData, GLOBAL};

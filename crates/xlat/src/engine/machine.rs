@@ -10,11 +10,12 @@
 //! loop runs.
 
 use super::design::{Design, Path};
+use super::error::DesignError;
 use super::front::Front;
+use super::front::GLOBAL_SPACE;
 use super::memory::MemorySide;
 use super::tlbs::Tlbs;
 use super::walk::{PtTlbEnv, Walk};
-use super::{DesignError, GLOBAL_SPACE};
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::os::shadow::{MemOp, Shadow, ShadowConfig, ShadowPolicy};
 use crate::os::{FrameAllocator, Os, Paging, PtOp};

@@ -9,7 +9,8 @@
 //! general code, so the counters are those of [`System::process_until`]'s general loop exactly;
 //! `tests/models/engine/plain.rs` checks it against that loop on random traces with events.
 
-use super::{DesignError, System};
+use super::error::DesignError;
+use super::System;
 use crate::addr::{Asid, Vpn};
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
@@ -31,7 +32,7 @@ impl System {
     /// True if this design may take [`System::process_plain`] (see the module documentation).
     pub(super) fn is_plain(&self) -> bool {
         let m = &self.m;
-        let single = |p: &super::Path| {
+        let single = |p: &super::design::Path| {
             p.len == 1 && m.tlbs.structures[p.levels[0] as usize].format == crate::config::TlbFormat::Single
         };
         matches!(self.personality, super::Personality::Linux)

@@ -22,6 +22,7 @@ pub mod layout;
 pub mod mach3;
 pub mod regions;
 pub mod shadow;
+mod shadow_os;
 
 pub use frames::{AllocatorKind, FrameAllocator};
 
