@@ -240,3 +240,104 @@ pub fn time(
     t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap]);
     Some(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{StlbStats, SystemStats, TlbStats};
+
+    /// Two structures (a level-1 of latency 1, a level-2 of latency 7), hardware refill.
+    fn params(refill: RefillCost) -> CostParams {
+        CostParams {
+            cost: CostConfig {
+                walker_cycles: 5,
+                trap_cycles: 20,
+                memory_cycles: 100,
+                page_fault_cycles: 1000,
+                ..CostConfig::default()
+            },
+            tlb_latency: vec![(1, false), (7, true)],
+            refill,
+            stlb: None,
+            itanium: None,
+            cpi: None,
+        }
+    }
+
+    fn stats() -> SystemStats {
+        let mut s = SystemStats {
+            tlb: vec![
+                TlbStats { accesses: 1000, misses: 40, ..TlbStats::default() },
+                TlbStats { accesses: 40, misses: 10, ..TlbStats::default() },
+            ],
+            page_faults: 3,
+            ..SystemStats::default()
+        };
+        s.walks.count = 10;
+        s.walks.memory_refs = 37;
+        s.walks.nested_misses = 4;
+        s
+    }
+
+    #[test]
+    fn each_refill_model_is_its_formula() {
+        let s = stats();
+        // Σ accesses × latency = 1000 × 1 + 40 × 7; 37 references × 100; 3 faults × 1000.
+        let (tlb, memory, faults) = (1280, 3700, 3000);
+        let walker = cycles(&s, &params(RefillCost::Walker));
+        assert_eq!(
+            walker,
+            crate::stats::Cycles { tlb, walk_memory: memory, refill_overhead: 10 * 5, page_fault: faults }
+        );
+        assert_eq!(walker.total(), 1280 + 3700 + 50 + 3000);
+        // Software refill: every walk and every nested miss traps.
+        assert_eq!(cycles(&s, &params(RefillCost::Traps)).refill_overhead, (10 + 4) * 20);
+        // A VHPT walker: each walk, and a trap for each VHPT miss.
+        let mut v = s.clone();
+        v.vhpt = Some(crate::pt::vhpt::VhptStats { lookups: 10, hits: 7, misses: 3, ..Default::default() });
+        assert_eq!(cycles(&v, &params(RefillCost::VhptWalker)).refill_overhead, 10 * 5 + 3 * 20);
+        // Handlers count their own cycles, loads included: no walk memory term.
+        let mut m = s.clone();
+        m.mach = Some(crate::os::mach3::Mach3Stats { miss_cycles: 900, ptlb_cycles: 11, ..Default::default() });
+        let h = cycles(&m, &params(RefillCost::Handlers));
+        assert_eq!((h.walk_memory, h.refill_overhead), (0, 911));
+    }
+
+    #[test]
+    fn optional_parts_add_their_terms() {
+        let mut s = stats();
+        s.stlb = Some(StlbStats { lookups: 8, hits: 6 });
+        s.rids = Some(crate::os::regions::RidStats { purges: 2, ..Default::default() });
+        s.keys = Some(crate::os::keys::KeyStats { misses: 5, reloads: 4, ..Default::default() });
+        let mut p = params(RefillCost::Walker);
+        p.stlb = Some((3, 30));
+        p.itanium = Some([1000, 50, 9]);
+        // 10 walks × 5, STLB 6 × 3 + 2 × 30, purges 2 × 1000, key faults 5 × 50, reloads 4 × 9.
+        assert_eq!(cycles(&s, &p).refill_overhead, 50 + 18 + 60 + 2000 + 250 + 36);
+        // A page-table cache charges its hits and misses instead of memory_cycles.
+        let mut c = s.clone();
+        (c.walks.cache_hits, c.walks.cache_misses) = (30, 7);
+        let mut pc = params(RefillCost::Walker);
+        pc.cost.cache = Some(CacheConfig { hit_cycles: 4, miss_cycles: 100, ..CacheConfig::default() });
+        assert_eq!(cycles(&c, &pc).walk_memory, 30 * 4 + 7 * 100);
+    }
+
+    #[test]
+    fn a_timed_core_adds_base_stalls_and_translation_beyond_level_1() {
+        let mut s = stats();
+        s.timing.instructions = 500;
+        s.timing.stall = [120, 340];
+        s.timing.walk_cycles = 77;
+        let mut p = params(RefillCost::Walker);
+        p.cpi = Some(1.5);
+        let c = cycles(&s, &p);
+        // A timed design's walks cost what they took through its caches.
+        assert_eq!(c.walk_memory, 77);
+        let t = time(&s, &c, &p).expect("timed");
+        // Level-2 lookups (40 × 7) add time; level 1 is pipelined.
+        assert_eq!(t.translation, 40 * 7 + 77 + 50);
+        assert_eq!((t.base, t.icache, t.dcache, t.faults), (750, 120, 340, 3000));
+        assert_eq!(t.cycles, 750 + 120 + 340 + (280 + 77 + 50) + 3000);
+        assert!(time(&s, &c, &params(RefillCost::Walker)).is_none());
+    }
+}
