@@ -239,10 +239,13 @@ pub enum ConfigError {
         message: String,
     },
     /// A value that cannot be simulated.
-    #[error("{file}: {error}")]
+    #[error("{file}: {}{error}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
     Invalid {
         /// The file.
         file: String,
+        /// 1-based line of the key's value in the file (or of the nearest table on its path
+        /// that the file has); `None` when the text does not hold it (a default's key).
+        line: Option<usize>,
         /// The key and what is expected.
         error: ParamError,
     },
@@ -260,6 +263,39 @@ fn did_you_mean(name: &str) -> String {
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, n)| format!(" (did you mean '{n}'?)"))
         .unwrap_or_default()
+}
+
+/// The 1-based line in `text` of the value a validation error's key names (`tlb[1].ways`,
+/// `page_table.os.va_bits`), or of the last table on its path the text holds (a key left at its
+/// default); `None` if the text holds none of it.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let mut table: &DeTable = doc.get_ref();
+    let mut at = None;
+    for part in key.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let Some((k, v)) = table.iter().find(|(k, _)| k.get_ref() == name) else {
+            break;
+        };
+        at = Some(k.span().start);
+        let mut value = v;
+        if let (Some(i), DeValue::Array(items)) = (index, v.get_ref()) {
+            let Some(item) = items.get(i) else {
+                break;
+            };
+            at = Some(item.span().start);
+            value = item;
+        }
+        match value.get_ref() {
+            DeValue::Table(t) => table = t,
+            _ => break,
+        }
+    }
+    at.map(|p| text[..p.min(text.len())].matches('\n').count() + 1)
 }
 
 use crate::limits;
@@ -302,7 +338,11 @@ impl Config {
                 message: if at.is_empty() { msg } else { format!("in {at}: {msg}") },
             }
         })?;
-        cfg.validate().map_err(|error| ConfigError::Invalid { file: file.to_string(), error })?;
+        cfg.validate().map_err(|error| ConfigError::Invalid {
+            file: file.to_string(),
+            line: line_of_key(text, &error.key),
+            error,
+        })?;
         Ok(cfg)
     }
 
@@ -997,5 +1037,24 @@ kind = "radix"     # radix | linear | hashed | clustered
         for (name, _) in PRESETS {
             Config::preset(name).unwrap();
         }
+    }
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::*;
+
+    const TEXT: &str = "name = \"x\"\n\n[[tlb]]\nname = \"L1\"\nentries = 64\n\n[[tlb]]\nname = \"L2\"\nlevel = 2\nentries = 128\nways = 3\n\n[page_table]\nkind = \"radix\"\n";
+
+    #[test]
+    fn a_validation_error_names_the_line_of_its_key() {
+        assert_eq!(line_of_key(TEXT, "tlb[1].ways"), Some(11));
+        assert_eq!(line_of_key(TEXT, "tlb[0].entries"), Some(5));
+        assert_eq!(line_of_key(TEXT, "name"), Some(1));
+        // A key left at its default: the nearest table on its path that the text holds.
+        assert_eq!(line_of_key(TEXT, "page_table.va_bits").map(|l| (13..=14).contains(&l)), Some(true));
+        assert_eq!(line_of_key(TEXT, "os.memory_bytes"), None);
+        let e = Config::from_toml(TEXT, "mine.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mine.toml: line 11: tlb[1].ways:"), "{e}");
     }
 }
