@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _xlat
@@ -57,12 +59,29 @@ def presets() -> List[str]:
     return list(_xlat.presets())
 
 
-def _design(d: Union[Design, str]) -> Design:
+def _design(d: Union[Design, str, "os.PathLike[str]"]) -> Design:
+    """A design from a Design, a preset's name or a TOML config's path: a str ending in ``.toml``
+    or naming an existing file is read as a config file, any other str names a preset."""
     if isinstance(d, Design):
         return d
+    if isinstance(d, os.PathLike):
+        return Design.from_toml(Path(os.fspath(d)))
     if isinstance(d, str):
-        return Design.preset(d)
-    raise ConfigError(f"expected a Design or a preset name, got {type(d).__name__}")
+        if d in _xlat.presets():
+            return Design.preset(d)
+        if d.endswith(".toml") or os.path.isfile(d):
+            return Design.from_toml(Path(d))
+        try:
+            return Design.preset(d)
+        except ConfigError as e:
+            hint = re.search(r" \(did you mean '[^']*'\?\)", str(e))
+            raise ConfigError(
+                f"not a preset or a .toml file: '{d}'{hint.group(0) if hint else ''}; "
+                "name a preset (xlat.presets() lists them), a TOML config's path, or pass an xlat.Design"
+            ) from None
+    raise ConfigError(
+        f"expected a Design, a preset's name or a TOML config's path, got {type(d).__name__}"
+    )
 
 
 def flatten(value: Any, prefix: str = "") -> Dict[str, Any]:
@@ -129,13 +148,15 @@ class Results:
 
 
 def run(
-    designs: Union[Design, str, Sequence[Union[Design, str]]],
+    designs: Union[Design, str, "os.PathLike[str]", Sequence[Union[Design, str, "os.PathLike[str]"]]],
     trace: PathLike,
     max_refs: Optional[int] = None,
 ) -> Results:
-    """Simulates the designs (Design objects or preset names) over a trace in one pass, as
-    ``xlat run`` does. Releases the GIL while it runs."""
-    if isinstance(designs, (Design, str)):
+    """Simulates the designs over a trace in one pass, as ``xlat run`` does. A design is a
+    Design, a preset's name (``"x86-64"``) or a TOML config's path (``"mine.toml"``, a
+    ``pathlib.Path``): a str ending in ``.toml`` or naming an existing file is read as a config.
+    Releases the GIL while it runs."""
+    if isinstance(designs, (Design, str, os.PathLike)):
         designs = [designs]
     ds = [_design(d) for d in designs]
     return Results(json.loads(_xlat.run(ds, os.fspath(trace), max_refs)))
