@@ -232,3 +232,12 @@ def test_run_takes_toml_paths_as_well_as_presets(traces, cli, monkeypatch):
     with pytest.raises(xlat.ConfigError) as e:
         xlat.run("x86_64", "demo.xtr")
     assert "did you mean 'x86-64'" in str(e.value)
+
+
+def test_the_namespace_holds_only_the_api():
+    names = dir(xlat)
+    for leaked in ("Any", "Dict", "List", "Optional", "Union", "os", "json", "re", "Path", "PathLike", "annotations"):
+        assert leaked not in names, leaked
+    public = {n for n in names if not n.startswith("_")}
+    assert public == set(xlat.__all__) | {"plot"}, public ^ (set(xlat.__all__) | {"plot"})
+    assert xlat.__version__ and xlat.Results.__module__ == "xlat" and xlat.run.__module__ == "xlat"
