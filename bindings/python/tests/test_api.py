@@ -210,3 +210,34 @@ def test_the_stubs_ship_and_name_the_api():
             sig = list(inspect.signature(getattr(module, name)).parameters)
             assert sig == args, (stub, name, sig, args)
     assert os.fspath(pkg).endswith("xlat")
+
+
+def test_run_takes_toml_paths_as_well_as_presets(traces, cli, monkeypatch):
+    d = xlat.Design.preset("x86-64").set("tlb.1.entries", 16).set("name", "mine")
+    (traces / "mine.toml").write_text(d.to_toml())
+    (traces / "config").write_text(d.copy().set("name", "other").to_toml())
+    monkeypatch.chdir(traces)
+    r = xlat.run(["mine.toml", "x86-64", traces / "config"], "demo.xtr")
+    assert [x["name"] for x in r] == ["mine", "x86-64", "other"]
+    assert r.designs == xlat.run([d, "x86-64", d.copy().set("name", "other")], "demo.xtr").designs
+    assert xlat.run("mine.toml", "demo.xtr").designs == r.designs[:1]
+    doc = cli.json("run", "-c", "mine.toml", "-t", "demo.xtr", "--json", "-", cwd=traces)
+    assert r.designs[0] == doc["configs"][0]
+    with pytest.raises(xlat.ConfigError) as e:
+        xlat.run("missing.toml", "demo.xtr")
+    assert "missing.toml" in str(e.value)
+    with pytest.raises(xlat.ConfigError) as e:
+        xlat.run("mine", "demo.xtr")
+    assert str(e.value).startswith("not a preset or a .toml file: 'mine'")
+    with pytest.raises(xlat.ConfigError) as e:
+        xlat.run("x86_64", "demo.xtr")
+    assert "did you mean 'x86-64'" in str(e.value)
+
+
+def test_the_namespace_holds_only_the_api():
+    names = dir(xlat)
+    for leaked in ("Any", "Dict", "List", "Optional", "Union", "os", "json", "re", "Path", "PathLike", "annotations"):
+        assert leaked not in names, leaked
+    public = {n for n in names if not n.startswith("_")}
+    assert public == set(xlat.__all__) | {"plot"}, public ^ (set(xlat.__all__) | {"plot"})
+    assert xlat.__version__ and xlat.Results.__module__ == "xlat" and xlat.run.__module__ == "xlat"

@@ -173,3 +173,24 @@ def test_a_killed_sweep_loses_no_finished_point(traces, cli):
     assert all(p.stat().st_mtime_ns == t for p, t in done.items()), "a finished point was computed again"
     cli("sweep", traces / "s.toml", "--out", traces / "whole", "-q")
     pd.testing.assert_frame_equal(resumed, pd.read_parquet(traces / "whole" / "results.parquet"))
+
+
+def test_without_a_parquet_engine_the_sweep_warns(traces, monkeypatch):
+    import pandas.io.parquet
+
+    # As if neither engine pandas writes Parquet with (pyarrow, fastparquet) were installed: the
+    # import pandas makes of them fails as it does then (the rest of pandas keeps pyarrow).
+    real = pandas.io.parquet.import_optional_dependency
+
+    def without_engines(name, *args, **kwargs):
+        if name.split(".")[0] in ("pyarrow", "fastparquet"):
+            raise ImportError(f"Missing optional dependency '{name}'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(pandas.io.parquet, "import_optional_dependency", without_engines)
+    spec = {"base": "x86-64", "traces": [str(traces / "demo.xtr")], "vary": {"tlb.1.entries": [16, 64]}}
+    with pytest.warns(UserWarning, match=r"results\.parquet not written.*pip install pyarrow") as w:
+        df = xlat.sweep(spec, out=traces / "out", progress=False)
+    assert len(w) == 1 and len(str(w[0].message).splitlines()) == 1
+    assert len(df) == 2 and (traces / "out" / "results.csv").exists()
+    assert not (traces / "out" / "results.parquet").exists()

@@ -29,7 +29,7 @@ class Results:
     def to_pandas(self) -> Any: ...
 
 def run(
-    designs: Union[Design, str, Sequence[Union[Design, str]]],
+    designs: Union[Design, _Path, Sequence[Union[Design, _Path]]],
     trace: _Path,
     max_refs: Optional[int] = None,
 ) -> Results: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
@@ -177,7 +178,8 @@ def sweep(
     ``sweep.out``) by content hash, so a rerun computes only the missing ones. With ``ray`` (a
     cluster address: ``"auto"``, ``"HOST:PORT"``, ``"local"``) each pass over a trace is a Ray
     task; the table is the same. With ``tables`` the table is also written as
-    ``OUT/results.csv`` and ``OUT/results.parquet`` (if pyarrow is installed).
+    ``OUT/results.csv`` and ``OUT/results.parquet`` (the latter needs pyarrow: without it a
+    warning says so).
     """
     if group < 1:
         raise ConfigError("group must be at least 1")
@@ -200,7 +202,11 @@ def sweep(
         try:
             df.to_parquet(out_dir / "results.parquet", index=False)
         except ImportError:
-            pass
+            warnings.warn(
+                f"xlat.sweep: {out_dir / 'results.parquet'} not written: pandas needs a Parquet engine "
+                "(pip install pyarrow, or the package's extra: pip install 'xlat[parquet]')",
+                stacklevel=2,
+            )
     return df
 
 
