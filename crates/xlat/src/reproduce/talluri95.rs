@@ -465,8 +465,32 @@ impl Talluri95 {
             .collect()
     }
 
+    /// The workloads [`Talluri95::lines`] leaves out under each of `tlbs`, said for a claim's
+    /// note: "" if none.
+    pub fn left_out(&self, tlbs: &[TlbKind]) -> String {
+        let mut out = Vec::new();
+        for &tlb in tlbs {
+            for w in &self.workloads {
+                let c = &w.cells[tlb as usize][TableKind::Clustered as usize];
+                let mapped = c.misses - c.page_faults;
+                if mapped < MIN_MISSES {
+                    out.push(format!("{} ({} TLB: {mapped})", w.name, tlb.name()));
+                }
+            }
+        }
+        if out.is_empty() {
+            return String::new();
+        }
+        format!("left out, fewer than {MIN_MISSES} misses to mapped pages: {}", out.join(", "))
+    }
+
     /// Each claim of the paper, evaluated on the measurements.
     pub fn claims(&self) -> Vec<Claim> {
+        let with = |note: &str, left: String| match (note.is_empty(), left.is_empty()) {
+            (_, true) => note.to_string(),
+            (true, false) => left,
+            (false, false) => format!("{note}; {left}"),
+        };
         let mut claims = Vec::new();
         // Figure 9: clustered smaller than hashed, and than the best conventional table.
         let sized: Vec<_> = self.with_sizes().collect();
@@ -535,7 +559,7 @@ impl Talluri95 {
                 paper: "forward-mapped page tables access one cache line per tree level (7 for 64-bit)",
                 measured: format!("lines per miss: {}", fmt_list(&fm, 2)),
                 holds: fm.iter().all(|(_, v)| (*v - 7.0).abs() < 0.05),
-                note: String::new(),
+                note: self.left_out(&[TlbKind::Single]),
             });
         }
         // Figure 11b: hashed worse with superpages, clustered stays near one line.
@@ -543,7 +567,10 @@ impl Talluri95 {
         let h_b = self.lines(TlbKind::Superpage, TableKind::Hashed);
         let c_b = self.lines(TlbKind::Superpage, TableKind::Clustered);
         if !h_b.is_empty() {
-            let pairs: Vec<(String, f64)> = h_a.iter().zip(&h_b).map(|(a, b)| (a.0.clone(), b.1 - a.1)).collect();
+            // Workloads in both lists, by name (each list leaves out its own).
+            let pairs: Vec<(String, f64)> =
+                h_a.iter().filter_map(|a| h_b.iter().find(|b| b.0 == a.0).map(|b| (a.0.clone(), b.1 - a.1))).collect();
+            let mut few = Vec::new();
             // The mechanism, per miss: misses served by a superpage PTE against those served by
             // a base page, in the superpage-TLB run (workloads with at least 100 of the former).
             let mut split = Vec::new();
@@ -551,6 +578,7 @@ impl Talluri95 {
                 let h = &w.cells[TlbKind::Superpage as usize][TableKind::Hashed as usize];
                 let c = &w.cells[TlbKind::Superpage as usize][TableKind::Clustered as usize];
                 if h.superpage_walks < 100 {
+                    few.push(format!("{} ({})", w.name, h.superpage_walks));
                     continue;
                 }
                 let base_walks = h.walks - h.page_faults - h.superpage_walks;
@@ -578,14 +606,24 @@ impl Talluri95 {
                     fmt_list(&pairs, 2)
                 ),
                 holds: !split.is_empty() && split.iter().all(|(_, s, b, c)| *s > *b && *s > *c),
-                note: "how much the average grows depends on the share of misses that go to superpages".into(),
+                note: with(
+                    &with(
+                        "how much the average grows depends on the share of misses that go to superpages",
+                        if few.is_empty() {
+                            String::new()
+                        } else {
+                            format!("left out of the split, fewer than 100 superpage walks: {}", few.join(", "))
+                        },
+                    ),
+                    self.left_out(&[TlbKind::Single, TlbKind::Superpage]),
+                ),
             });
             claims.push(Claim {
                 source: "§6.3, Figure 11b",
                 paper: "clustered page tables stay close to 1.0 cache line per TLB miss with superpage PTEs",
                 measured: format!("clustered lines per miss: {}", fmt_list(&c_b, 2)),
                 holds: c_b.iter().all(|(_, v)| *v <= 1.5),
-                note: "close taken as at most 1.5".into(),
+                note: with("close taken as at most 1.5", self.left_out(&[TlbKind::Superpage])),
             });
         }
         // Figure 11d: hashed prefetch needs about s probes; clustered and linear stay near 1.
@@ -597,9 +635,11 @@ impl Talluri95 {
                 paper: "subblock prefetch costs hashed page tables multiple probes (sixteen), clustered about one line",
                 measured: format!("hashed lines per miss: {}; clustered: {}", fmt_list(&h_d, 1), fmt_list(&c_d, 2)),
                 holds: h_d.iter().zip(&c_d).all(|(h, c)| h.1 > 4.0 * c.1) && c_d.iter().all(|(_, v)| *v <= 1.5),
-                note: "each base page of the block is a separate search of every table, mapped or not; \
-                       an empty bucket still costs the line of its hash node"
-                    .into(),
+                note: with(
+                    "each base page of the block is a separate search of every table, mapped or not; \
+                     an empty bucket still costs the line of its hash node",
+                    self.left_out(&[TlbKind::CompleteSubblock]),
+                ),
             });
         }
         // Figure 11d and §6.1: linear tables near one line too (the paper's 8 reserved entries held
@@ -630,7 +670,7 @@ impl Talluri95 {
                     fmt_list(&nested, 2)
                 ),
                 holds: l_d.iter().all(|(_, v)| *v <= 1.5),
-                note: "close taken as at most 1.5".into(),
+                note: with("close taken as at most 1.5", self.left_out(&[TlbKind::CompleteSubblock])),
             });
         }
         // TLB miss reductions, of all misses and of misses to pages already mapped (the first
@@ -946,5 +986,35 @@ mod tests {
         assert_eq!(missed_peak(Some(&sized(&[7, 8, 9, 10, 11], 4096)), &at_end), None);
         // Bytes, not pages, are compared: two 8 KB pages hold as much as four of 4 KB.
         assert_eq!(missed_peak(Some(&sized(&[1, 2], 8192)), &at_end), None);
+    }
+
+    #[test]
+    fn a_claim_says_which_workloads_it_left_out_and_why() {
+        let workload = |name: &str, misses: u64| {
+            let cell = Cell { misses, lines_per_miss: 7.0, ..Cell::default() };
+            WorkloadResult {
+                name: name.into(),
+                references: 0,
+                lookups: 0,
+                processes: 1,
+                truncated: false,
+                sizes: None,
+                cells: vec![vec![cell; TABLES.len()]; TLBS.len()],
+                complete_subblock_no_prefetch: Cell::default(),
+                os: BTreeMap::new(),
+            }
+        };
+        let r = Talluri95 {
+            workloads: vec![workload("big", MIN_MISSES), workload("small", MIN_MISSES - 1)],
+            max_refs: None,
+            reservation_failure: 0.0,
+        };
+        assert_eq!(r.lines(TlbKind::Single, TableKind::ForwardMapped), vec![("big".to_string(), 7.0)]);
+        let claim = r.claims().into_iter().find(|c| c.source == "§6.1, Figure 11a").expect("Figure 11a");
+        assert!(claim.note.contains("small (single TLB: 99)"), "{}", claim.note);
+        assert!(!claim.note.contains("big"), "{}", claim.note);
+        assert!(!r.left_out(&[TlbKind::Single]).is_empty());
+        let all_big = Talluri95 { workloads: vec![workload("big", MIN_MISSES)], ..r };
+        assert_eq!(all_big.left_out(&[TlbKind::Single]), "");
     }
 }
