@@ -617,7 +617,15 @@ fn a_misspelt_preset_gets_a_suggestion() {
     let err = expect_error(&run(&["run", "-p", "x86_64", "-t", s(&demo_xtr())]), "misspelt preset");
     assert_mentions(&err, &["unknown preset 'x86_64'", "did you mean 'x86-64'?", "xlat presets"]);
     let err = expect_error(&run(&["presets", "--show", "itanium"]), "misspelt preset to show");
-    assert_mentions(&err, &["did you mean 'itanium2'?"]);
+    assert_mentions(&err, &["did you mean 'itanium2'"]);
+}
+
+#[test]
+fn a_part_of_a_preset_s_name_suggests_the_preset() {
+    let err = expect_error(&run(&["run", "--preset", "r3000", "-t", s(&demo_xtr())]), "part of a preset name");
+    assert_mentions(&err, &["unknown preset 'r3000'", "did you mean 'mips-r3000' or 'mach3-r3000'?", "xlat presets"]);
+    let err = expect_error(&run(&["presets", "--show", "5level"]), "suffix of a preset name");
+    assert_mentions(&err, &["did you mean 'x86-64-5level'?"]);
 }
 
 #[test]
