@@ -675,3 +675,17 @@ fn cut_or_corrupt_lz4_xtr_fails_cleanly() {
     let err = expect_error(&run(&["info", s(&p)]), "info");
     assert_mentions(&err, &["corrupt.xtr.lz4", "lz4 data"]);
 }
+
+#[test]
+fn a_trace_or_program_without_its_flag_gets_a_hint() {
+    let err = expect_error(&run(&["run", "--preset", "x86-64", "data/demo.xtr"]), "a trace without --trace");
+    assert_mentions(&err, &["unexpected argument 'data/demo.xtr'", "`--trace data/demo.xtr`", "`-- CMD ARGS`"]);
+    assert!(err.ends_with("(see `xlat run --help`)"), "{err}");
+    let err = expect_error(&run(&["trace", "-o", "T.xtr", "ls"]), "a program without --");
+    assert_mentions(&err, &["unexpected argument 'ls'", "`xlat trace -o T.xtr -- ls`"]);
+    assert!(err.ends_with("(see `xlat trace --help`)"), "{err}");
+    let err = expect_error(&run(&["curve", "data/demo.xtr"]), "curve of a trace without --trace");
+    assert_mentions(&err, &["`--trace data/demo.xtr`"]);
+    let err = expect_error(&run(&["run", "--bogus"]), "an unknown flag");
+    assert!(!err.contains("--trace --bogus") && !err.contains("-- CMD"), "no hint for a flag: {err}");
+}
