@@ -800,10 +800,12 @@ fn cmd_presets(a: PresetsArgs) -> Result<()> {
         out!("{text}");
         return Ok(());
     }
+    // The name column is as wide as the longest name.
+    let w = PRESETS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     for (name, _) in PRESETS {
         let c = Config::preset(name)?;
-        outln!("{name:<14} {}", c.description);
-        outln!("{:<14} source: {}", "", c.source);
+        outln!("{name:<w$} {}", c.description);
+        outln!("{:<w$} source: {}", "", c.source);
     }
     Ok(())
 }

@@ -122,6 +122,19 @@ fn presets_lists_the_documented_machines() {
 }
 
 #[test]
+fn presets_columns_line_up_for_every_name() {
+    let text = stdout(&ok(run(&["presets"])));
+    let names = preset_names();
+    let longest = names.iter().map(String::len).max().unwrap();
+    assert!(longest > 14, "a name longer than the old column: {names:?}");
+    for line in text.lines() {
+        // The second column starts one past the longest name on every line.
+        let (first, second) = line.split_at(longest + 1);
+        assert!(first.ends_with(' ') && !second.starts_with(' '), "misaligned: {line:?}");
+    }
+}
+
+#[test]
 fn presets_show_prints_toml_that_run_accepts_with_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
