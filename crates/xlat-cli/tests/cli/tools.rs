@@ -185,6 +185,15 @@ fn demo_runs_with_no_arguments_and_compares_designs() {
 }
 
 #[test]
+fn demo_names_its_trace_once() {
+    let table = stdout(&ok(run(&["demo"])));
+    let line = table.lines().find(|l| l.starts_with("trace ")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.starts_with("trace data/demo.xtr (bundled, xtr): "), "{line}");
+    let run_table = stdout(&ok(run(&["run", "-p", "x86-64", "-t", s(&demo_xtr())])));
+    assert!(run_table.lines().any(|l| l.starts_with("trace ") && l.contains(".xtr (xtr): ")), "{run_table}");
+}
+
+#[test]
 fn demo_json_on_stdout_is_valid_json() {
     let out = ok(run(&["demo", "--json", "-"]));
     let v = parse_json(&out.stdout);
