@@ -17,9 +17,10 @@ pub struct CurveArgs {
     /// The trace file, or `-` for standard input.
     #[arg(long, short = 't', value_name = "TRACE")]
     trace: String,
-    /// TLB sizes: a list (`8,16,32,64`) or every size of a range (`1..4096`).
-    #[arg(long, value_name = "SIZES", default_value = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096")]
-    entries: String,
+    /// TLB sizes: a list (`8,16,32,64`) or every size of a range (`1..4096`) [default: the powers
+    /// of two from 1 to 4096, those below an associativity skipped for it]
+    #[arg(long, value_name = "SIZES")]
+    entries: Option<String>,
     /// Associativities: way counts and `full` (fully associative), e.g. `full,1,2,4,8`.
     #[arg(long, value_name = "WAYS", default_value = "full")]
     ways: String,
@@ -58,7 +59,12 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         &[a.json.as_deref(), a.csv.as_deref(), a.plot.as_deref()],
         &[Path::new(&a.trace)],
     )?;
-    let (entries, entries_range) = curve::parse_entries(&a.entries)?;
+    let (entries, entries_range) = match &a.entries {
+        Some(e) => curve::parse_entries(e)?,
+        // The default sizes fit every associativity that fits any of them: a size below a way
+        // count is skipped for it, as in a range.
+        None => ((0..=12).map(|k| 1u32 << k).collect(), true),
+    };
     let mut page_sizes = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for p in a.page_size.split(',') {
@@ -78,6 +84,11 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         seed: 1,
     };
     spec.pairs()?;
+    if a.entries.is_none() && !a.quiet {
+        if let Some(note) = skipped_defaults(&spec) {
+            eprintln!("xlat: note: {note}");
+        }
+    }
     let plot_kind = match a.plot.as_deref() {
         None => None,
         Some(p) if p.ends_with(".svg") => Some(false),
@@ -138,6 +149,23 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Which of the default sizes are skipped for which associativity (the sizes below it), as one
+/// line; `None` when none is.
+fn skipped_defaults(spec: &CurveSpec) -> Option<String> {
+    let parts: Vec<String> = spec
+        .ways
+        .iter()
+        .filter_map(|w| match *w {
+            curve::Ways::N(n) => {
+                let below: Vec<String> = spec.entries.iter().filter(|&&e| e < n).map(|e| e.to_string()).collect();
+                (!below.is_empty()).then(|| format!("{} for {n} ways", below.join(",")))
+            }
+            curve::Ways::Full => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("default sizes below an associativity skipped for it: {}", parts.join("; ")))
 }
 
 fn ratio(n: u64, d: u64) -> f64 {

@@ -283,7 +283,7 @@ fn main() {
                 .collect();
             let msg = msg.join(" ");
             let msg = msg.trim_start_matches("error: ");
-            let _ = writeln!(std::io::stderr(), "xlat: error: {msg} (see `{}`)", help_command());
+            let _ = writeln!(std::io::stderr(), "xlat: error: {msg}{} (see `{}`)", positional_hint(&e), help_command());
             std::process::exit(2);
         }
     };
@@ -312,6 +312,51 @@ fn remove_partial_files_on_signals() {
             std::process::exit(128 + sig);
         }
     });
+}
+
+/// For a word where the subcommand takes no positional argument (`xlat run T.xtr`, `xlat trace
+/// -o T.xtr ls`), how to write what it likely means: `--trace T.xtr`, or the program after `--`.
+fn positional_hint(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::CommandFactory;
+    if e.kind() != ErrorKind::UnknownArgument {
+        return String::new();
+    }
+    let Some(ContextValue::String(word)) = e.get(ContextKind::InvalidArg) else {
+        return String::new();
+    };
+    if word.starts_with('-') {
+        return String::new();
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = Cli::command();
+    let Some((at, sub)) = args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| !a.starts_with('-'))
+        .and_then(|(i, n)| Some((i, cmd.find_subcommand(n)?)))
+    else {
+        return String::new();
+    };
+    let takes_trace = sub.get_arguments().any(|a| a.get_long() == Some("trace"));
+    let takes_program = sub.get_arguments().any(|a| a.is_last_set());
+    match (takes_trace, takes_program) {
+        (true, true) => {
+            format!("; to read a trace write `--trace {word}`, to run a program put it after `--` (`-- CMD ARGS`)")
+        }
+        (true, false) => format!("; to read a trace write `--trace {word}`"),
+        (false, true) => {
+            let Some(w) = args.iter().skip(at + 1).position(|a| a == word) else {
+                return String::new();
+            };
+            let mut line = vec!["xlat".to_string()];
+            line.extend(args[..at + 1 + w].iter().cloned());
+            line.push("--".into());
+            line.extend(args[at + 1 + w..].iter().cloned());
+            format!("; did you mean `{}`?", line.join(" "))
+        }
+        (false, false) => String::new(),
+    }
 }
 
 /// The help to point a command-line error to: the subcommand's if one was named.
@@ -755,10 +800,12 @@ fn cmd_presets(a: PresetsArgs) -> Result<()> {
         out!("{text}");
         return Ok(());
     }
+    // The name column is as wide as the longest name.
+    let w = PRESETS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     for (name, _) in PRESETS {
         let c = Config::preset(name)?;
-        outln!("{name:<14} {}", c.description);
-        outln!("{:<14} source: {}", "", c.source);
+        outln!("{name:<w$} {}", c.description);
+        outln!("{:<w$} source: {}", "", c.source);
     }
     Ok(())
 }

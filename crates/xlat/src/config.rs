@@ -254,15 +254,31 @@ pub enum ConfigError {
     UnknownPreset(String),
 }
 
-/// " (did you mean 'x86-64'?)" for the preset closest to a misspelt name, if one is close.
+/// " (did you mean 'x86-64'?)" for the presets a misspelt name may mean: those it is a part of
+/// (`r3000`: 'mips-r3000' or 'mach3-r3000', the names ending in it first, then the shorter),
+/// else the closest spelling, if one is close.
 fn did_you_mean(name: &str) -> String {
-    PRESETS
-        .iter()
-        .map(|(n, _)| (strsim::jaro_winkler(&name.to_lowercase(), n), *n))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| format!(" (did you mean '{n}'?)"))
-        .unwrap_or_default()
+    let name = name.to_lowercase();
+    let mut parts: Vec<&str> =
+        PRESETS.iter().map(|(n, _)| *n).filter(|n| name.len() >= 2 && n.contains(&name)).collect();
+    parts.sort_by_key(|n| (!n.ends_with(&name), n.len()));
+    let names: Vec<String> = if parts.is_empty() {
+        PRESETS
+            .iter()
+            .map(|(n, _)| (strsim::jaro_winkler(&name, n), *n))
+            .filter(|(score, _)| *score >= 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| format!("'{n}'"))
+            .into_iter()
+            .collect()
+    } else {
+        parts.iter().take(3).map(|n| format!("'{n}'")).collect()
+    };
+    match names.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean {one}?)"),
+        [rest @ .., last] => format!(" (did you mean {} or {last}?)", rest.join(", ")),
+    }
 }
 
 /// The 1-based line in `text` of the value a validation error's key names (`tlb[1].ways`,
@@ -884,7 +900,14 @@ kind = "radix"     # radix | linear | hashed | clustered
         let e = Config::preset("x86_64").unwrap_err().to_string();
         assert_eq!(e, "unknown preset 'x86_64' (did you mean 'x86-64'?); `xlat presets` lists them");
         let e = Config::preset("itanium").unwrap_err().to_string();
-        assert!(e.contains("did you mean 'itanium2'?"), "{e}");
+        assert!(e.contains("did you mean 'itanium2', "), "{e}");
+        let e = Config::preset("r3000").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown preset 'r3000' (did you mean 'mips-r3000' or 'mach3-r3000'?); `xlat presets` lists them"
+        );
+        let e = Config::preset("lvhpt-SHARING").unwrap_err().to_string();
+        assert!(e.contains("(did you mean 'itanium2-lvhpt-sharing'?)"), "{e}");
         let e = Config::preset("zzzz").unwrap_err().to_string();
         assert_eq!(e, "unknown preset 'zzzz'; `xlat presets` lists them");
     }

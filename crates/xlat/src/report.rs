@@ -327,15 +327,24 @@ pub fn design_json(s: &System) -> Value {
     doc
 }
 
+/// A trace's name and format as the table says them: `T.xtr (xtr)`, and a name that already ends
+/// in a note in parentheses (`data/demo.xtr (bundled)`) gets the format in that note
+/// (`data/demo.xtr (bundled, xtr)`).
+fn trace_name(path: &str, format: &str) -> String {
+    match path.strip_suffix(')').and_then(|p| p.rsplit_once(" (")) {
+        Some((name, note)) if !note.contains(['(', ')']) => format!("{name} ({note}, {format})"),
+        _ => format!("{path} ({format})"),
+    }
+}
+
 /// A side-by-side text table, one column per system.
 pub fn table(input: &ReportInput, systems: &[System]) -> String {
     let t = &input.summary.trace;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "trace {} ({}): {} references ({} ifetch, {} load, {} store, {} modify), {} events{}",
-        input.trace_path,
-        input.format,
+        "trace {}: {} references ({} ifetch, {} load, {} store, {} modify), {} events{}",
+        trace_name(input.trace_path, input.format),
         t.references,
         t.by_kind[0],
         t.by_kind[1],

@@ -229,3 +229,36 @@ fn curves_above_their_bounds_are_refused_at_once() {
     assert!(out.status.success(), "{}", describe(&out));
     assert!(took.as_secs() < 60, "every size to 2^20 took {took:?}");
 }
+
+/// The default sizes start at 1: a way count above some of them skips those for it (one line on
+/// standard error, none under `-q`) instead of refusing the curve; listed sizes still conflict.
+#[test]
+fn default_sizes_skip_those_below_an_associativity() {
+    let t = demo_xtr();
+    let out = run(&["curve", "-t", s(&t), "--ways", "full,4", "--csv", "-"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("skipped")).collect();
+    assert_eq!(notes.len(), 1, "one note of the skipped sizes: {err:?}");
+    assert_mentions(notes[0], &["1,2 for 4 ways"]);
+    let csv = stdout(&out);
+    let rows: Vec<(u32, u32)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap())
+        })
+        .collect();
+    let full = rows.iter().filter(|(e, w)| e == w).count();
+    let four: Vec<u32> = rows.iter().filter(|(e, w)| *w == 4 && *e != 4).map(|(e, _)| *e).collect();
+    assert_eq!(full, 13, "every default size fully associative: {csv}");
+    assert_eq!(four, (3..=12).map(|k| 1u32 << k).collect::<Vec<_>>(), "4 ways from 8 entries (4 is the full one)");
+    let quiet = run(&["curve", "-q", "-t", s(&t), "--ways", "full,4"]);
+    assert!(quiet.status.success(), "{}", describe(&quiet));
+    assert!(quiet.stderr.is_empty(), "-q is silent: {}", describe(&quiet));
+    let plain = run(&["curve", "-q", "-t", s(&t)]);
+    assert!(plain.status.success() && plain.stderr.is_empty(), "{}", describe(&plain));
+    let listed = run(&["curve", "-t", s(&t), "--entries", "1,8", "--ways", "4"]);
+    assert_mentions(&expect_error(&listed, "listed sizes below the ways"), &["4 ways exceed 1 entries"]);
+}

@@ -617,7 +617,15 @@ fn a_misspelt_preset_gets_a_suggestion() {
     let err = expect_error(&run(&["run", "-p", "x86_64", "-t", s(&demo_xtr())]), "misspelt preset");
     assert_mentions(&err, &["unknown preset 'x86_64'", "did you mean 'x86-64'?", "xlat presets"]);
     let err = expect_error(&run(&["presets", "--show", "itanium"]), "misspelt preset to show");
-    assert_mentions(&err, &["did you mean 'itanium2'?"]);
+    assert_mentions(&err, &["did you mean 'itanium2'"]);
+}
+
+#[test]
+fn a_part_of_a_preset_s_name_suggests_the_preset() {
+    let err = expect_error(&run(&["run", "--preset", "r3000", "-t", s(&demo_xtr())]), "part of a preset name");
+    assert_mentions(&err, &["unknown preset 'r3000'", "did you mean 'mips-r3000' or 'mach3-r3000'?", "xlat presets"]);
+    let err = expect_error(&run(&["presets", "--show", "5level"]), "suffix of a preset name");
+    assert_mentions(&err, &["did you mean 'x86-64-5level'?"]);
 }
 
 #[test]
@@ -666,4 +674,18 @@ fn cut_or_corrupt_lz4_xtr_fails_cleanly() {
     assert_mentions(&err, &["corrupt.xtr.lz4", "lz4 data is truncated or corrupt"]);
     let err = expect_error(&run(&["info", s(&p)]), "info");
     assert_mentions(&err, &["corrupt.xtr.lz4", "lz4 data"]);
+}
+
+#[test]
+fn a_trace_or_program_without_its_flag_gets_a_hint() {
+    let err = expect_error(&run(&["run", "--preset", "x86-64", "data/demo.xtr"]), "a trace without --trace");
+    assert_mentions(&err, &["unexpected argument 'data/demo.xtr'", "`--trace data/demo.xtr`", "`-- CMD ARGS`"]);
+    assert!(err.ends_with("(see `xlat run --help`)"), "{err}");
+    let err = expect_error(&run(&["trace", "-o", "T.xtr", "ls"]), "a program without --");
+    assert_mentions(&err, &["unexpected argument 'ls'", "`xlat trace -o T.xtr -- ls`"]);
+    assert!(err.ends_with("(see `xlat trace --help`)"), "{err}");
+    let err = expect_error(&run(&["curve", "data/demo.xtr"]), "curve of a trace without --trace");
+    assert_mentions(&err, &["`--trace data/demo.xtr`"]);
+    let err = expect_error(&run(&["run", "--bogus"]), "an unknown flag");
+    assert!(!err.contains("--trace --bogus") && !err.contains("-- CMD"), "no hint for a flag: {err}");
 }

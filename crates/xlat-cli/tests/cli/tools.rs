@@ -122,6 +122,19 @@ fn presets_lists_the_documented_machines() {
 }
 
 #[test]
+fn presets_columns_line_up_for_every_name() {
+    let text = stdout(&ok(run(&["presets"])));
+    let names = preset_names();
+    let longest = names.iter().map(String::len).max().unwrap();
+    assert!(longest > 14, "a name longer than the old column: {names:?}");
+    for line in text.lines() {
+        // The second column starts one past the longest name on every line.
+        let (first, second) = line.split_at(longest + 1);
+        assert!(first.ends_with(' ') && !second.starts_with(' '), "misaligned: {line:?}");
+    }
+}
+
+#[test]
 fn presets_show_prints_toml_that_run_accepts_with_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -169,6 +182,15 @@ fn demo_runs_with_no_arguments_and_compares_designs() {
     assert_eq!(u(&v, "/trace/references"), count_lackey(lackey_text()).iter().sum::<u64>());
     let x86 = run_json(&["run", "-p", "x86-64", "-t", s(&demo_xtr())]);
     assert_eq!(config(&v, "x86-64"), config(&x86, "x86-64"));
+}
+
+#[test]
+fn demo_names_its_trace_once() {
+    let table = stdout(&ok(run(&["demo"])));
+    let line = table.lines().find(|l| l.starts_with("trace ")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.starts_with("trace data/demo.xtr (bundled, xtr): "), "{line}");
+    let run_table = stdout(&ok(run(&["run", "-p", "x86-64", "-t", s(&demo_xtr())])));
+    assert!(run_table.lines().any(|l| l.starts_with("trace ") && l.contains(".xtr (xtr): ")), "{run_table}");
 }
 
 #[test]
