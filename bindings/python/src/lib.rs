@@ -243,7 +243,7 @@ type CurveLists = (u64, u64, Vec<u32>, Vec<u32>, Vec<u64>);
 fn curve(
     py: Python<'_>,
     trace: PathBuf,
-    entries: &str,
+    entries: Option<&str>,
     ways: &str,
     policy: &str,
     page_sizes: Vec<u64>,
@@ -251,7 +251,10 @@ fn curve(
     max_refs: Option<u64>,
 ) -> PyResult<(String, Vec<CurveLists>)> {
     use xlat::curve::{self, CurveSpec};
-    let (entries, entries_range) = curve::parse_entries(entries).map_err(config_err)?;
+    let (entries, entries_range) = match entries {
+        Some(e) => curve::parse_entries(e).map_err(config_err)?,
+        None => curve::default_entries(),
+    };
     let mut sizes = Vec::new();
     for p in page_sizes {
         if !sizes.contains(&p) {

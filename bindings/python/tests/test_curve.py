@@ -14,6 +14,8 @@ CASES = [
      ["--entries", "8,16,64", "--policy", "fifo", "--page-size", "4096,2M"]),
     ({"entries": "16,256,1024", "sample": 0.5, "max_refs": 200000},
      ["--entries", "16,256,1024", "--sample", "0.5", "--max-refs", "200000"]),
+    # The default sizes with an associativity above some of them: those are skipped for it.
+    ({"ways": "full,4"}, ["--ways", "full,4"]),
 ]
 
 

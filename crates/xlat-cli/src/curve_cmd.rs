@@ -63,7 +63,7 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         Some(e) => curve::parse_entries(e)?,
         // The default sizes fit every associativity that fits any of them: a size below a way
         // count is skipped for it, as in a range.
-        None => ((0..=12).map(|k| 1u32 << k).collect(), true),
+        None => curve::default_entries(),
     };
     let mut page_sizes = Vec::new();
     let mut seen = std::collections::HashSet::new();

@@ -72,7 +72,7 @@ class Curve:
 
 def curve(
     trace: _Path,
-    entries: Union[str, Sequence[int], range] = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
+    entries: Union[str, Sequence[int], range, None] = None,
     ways: Union[str, Sequence[Union[int, str]]] = "full",
     policy: str = "lru",
     page_size: Union[int, str, Sequence[Union[int, str]]] = 4096,

@@ -222,7 +222,7 @@ class Curve:
 
 def curve(
     trace: PathLike,
-    entries: Any = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096",
+    entries: Any = None,
     ways: Any = "full",
     policy: str = "lru",
     page_size: Any = 4096,
@@ -231,10 +231,11 @@ def curve(
 ) -> Curve:
     """The misses of every TLB size and associativity asked for, in one pass over a trace (``xlat
     curve``, docs/curve.md). ``entries``: sizes as a list, a ``range`` or the command's text
-    (``"8,16,32"``, ``"1..4096"``); ``ways``: way counts and ``"full"``; ``page_size``: bytes (or
+    (``"8,16,32"``, ``"1..4096"``), by default the command's (the powers of two from 1 to 4096,
+    those below an associativity skipped for it); ``ways``: way counts and ``"full"``; ``page_size``: bytes (or
     ``"2M"``), or a list of them, one curve each. Releases the GIL while it runs."""
     sizes = page_size if isinstance(page_size, (list, tuple)) else [page_size]
     info, curves = _xlat.curve(
-        os.fspath(trace), _list_arg(entries), _list_arg(ways), policy, [_bytes(p) for p in sizes], sample, max_refs
+        os.fspath(trace), None if entries is None else _list_arg(entries), _list_arg(ways), policy, [_bytes(p) for p in sizes], sample, max_refs
     )
     return Curve(json.loads(info), policy, sample, curves)

@@ -43,7 +43,7 @@ def run_group(trace: _Path, designs: Sequence[str], max_refs: Optional[int] = No
 def info(trace: _Path) -> str: ...
 def curve(
     trace: _Path,
-    entries: str,
+    entries: Optional[str],
     ways: str,
     policy: str,
     page_sizes: Sequence[int],

@@ -181,6 +181,13 @@ pub struct Cost {
     pub set_slots: u64,
 }
 
+/// The sizes of a curve when none are given: the powers of two from 1 to 4096, taken as a range
+/// (a size that an associativity does not fit is skipped for it, so every power-of-two
+/// `--ways` works with them).
+pub fn default_entries() -> (Vec<u32>, bool) {
+    ((0..=12).map(|k| 1u32 << k).collect(), true)
+}
+
 /// Parses `--entries`: a comma list of sizes (`8,16,32`), or a range `A..B` (every size from A to
 /// B inclusive). Returns the sizes and whether it was a range.
 pub fn parse_entries(s: &str) -> Result<(Vec<u32>, bool), ParamError> {

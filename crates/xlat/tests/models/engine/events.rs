@@ -233,7 +233,7 @@ fn global_pages_are_shared_by_every_process_and_survive_flushes() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.starts_with("g.toml: os.global[0]:"), "{e}");
+    assert!(e.starts_with("g.toml: line 6: os.global[0]:"), "{e}");
 }
 
 /// Table 2 sizes of the tables holding `spaces` (one set of VPNs per live process), worked out
