@@ -241,3 +241,5 @@ def test_the_namespace_holds_only_the_api():
     public = {n for n in names if not n.startswith("_")}
     assert public == set(xlat.__all__) | {"plot"}, public ^ (set(xlat.__all__) | {"plot"})
     assert xlat.__version__ and xlat.Results.__module__ == "xlat" and xlat.run.__module__ == "xlat"
+    plot_names = {n for n in dir(xlat.plot) if not n.startswith("_")}
+    assert plot_names == set(xlat.plot.__all__) == {"plot_sweep"}, plot_names

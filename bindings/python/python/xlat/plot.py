@@ -1,22 +1,22 @@
 """Plots of sweep tables: one metric against one parameter, one series per trace."""
 
-from __future__ import annotations
-
-import os
-from typing import Any, Optional, Union
+import os as _os
+from typing import Any as _Any, Optional as _Optional, Union as _Union
 
 from . import _xlat
 
+__all__ = ["plot_sweep"]
+
 
 def plot_sweep(
-    df: Any,
+    df: _Any,
     x: str,
     y: str,
     by: str = "trace",
-    path: Optional[Union[str, "os.PathLike[str]"]] = None,
-    ax: Any = None,
-    title: Optional[str] = None,
-) -> Any:
+    path: _Optional[_Union[str, "_os.PathLike[str]"]] = None,
+    ax: _Any = None,
+    title: _Optional[str] = None,
+) -> _Any:
     """Plots column ``y`` against column ``x`` of a sweep table, one series per value of ``by``.
 
     With ``ax`` (a matplotlib Axes) it draws one line per series there. With ``path`` it writes
@@ -40,11 +40,11 @@ def plot_sweep(
             ax.set_title(title)
     if path is not None:
         series = [(str(c), [None if v != v else float(v) for v in pivot[c]]) for c in pivot.columns]
-        _xlat.bar_chart(title or f"{y} by {x}", x, y, [_label(v) for v in pivot.index], series, os.fspath(path))
+        _xlat.bar_chart(title or f"{y} by {x}", x, y, [_label(v) for v in pivot.index], series, _os.fspath(path))
     return pivot
 
 
-def _label(v: Any) -> str:
+def _label(v: _Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
