@@ -221,17 +221,7 @@ impl System {
         s.os = m.os.stats();
         s.resident_pages = m.os.resident_pages();
         s.page_table = crate::stats::PageTableSizes { peak: m.walk.peak(), end: m.walk.pt.size() };
-        s.vhpt = match (&m.walk.vhpt, self.config().page_table.kind) {
-            (Some(v), _) => Some(v.stats()),
-            // A short VHPT's probes are the hardware walker's walks, its misses the translation
-            // faults.
-            (None, crate::pt::Kind::VhptShort) => {
-                let lookups = if m.walk.hw_walker { s.walks.count } else { 0 };
-                let misses = if m.walk.hw_walker { s.vhpt_faults } else { 0 };
-                Some(crate::pt::vhpt::VhptStats { lookups, hits: lookups - misses, misses, ..Default::default() })
-            }
-            _ => None,
-        };
+        s.vhpt = self.vhpt_stats();
         s.rids = m.front.regions.as_ref().map(|r| r.stats());
         s.keys = m.front.keys.as_ref().map(|k| k.stats());
         s.layout = m.front.layout.as_ref().map(|l| l.stats());
@@ -273,9 +263,19 @@ impl System {
         self.m.front.keys.as_ref().map(|k| k.stats())
     }
 
-    /// The VHPT's counters (as in [`System::stats`]).
+    /// The VHPT's counters (as in [`System::stats`]): the long VHPT's own; a short VHPT's
+    /// probes are the hardware walker's walks, its misses the translation faults.
     pub fn vhpt_stats(&self) -> Option<crate::pt::vhpt::VhptStats> {
-        self.stats().vhpt
+        let m = &self.m;
+        match (&m.walk.vhpt, self.config().page_table.kind) {
+            (Some(v), _) => Some(v.stats()),
+            (None, crate::pt::Kind::VhptShort) => {
+                let lookups = if m.walk.hw_walker { m.stats.walks.count } else { 0 };
+                let misses = if m.walk.hw_walker { m.stats.vhpt_faults } else { 0 };
+                Some(crate::pt::vhpt::VhptStats { lookups, hits: lookups - misses, misses, ..Default::default() })
+            }
+            _ => None,
+        }
     }
 
     /// The RID allocator's counters, for designs with `[itanium]` (as in [`System::stats`]).

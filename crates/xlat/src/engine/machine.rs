@@ -129,8 +129,7 @@ impl Machine {
     #[inline(always)]
     pub(crate) fn beyond_l1(&mut self, is_data: bool, vpn: Vpn) -> Result<u64, Path> {
         let path = self.tlbs.path(is_data);
-        let (tag, fill_tag) = (self.front.tag(vpn), self.front.fill_tag(vpn));
-        match self.tlbs.lookup_beyond_l1(path, tag, fill_tag, vpn, self.page_size, &mut self.stats) {
+        match self.tlbs.lookup_beyond_l1(path, &self.front, vpn, self.page_size, &mut self.stats) {
             Some(pte) => Ok(pte.pfn.0),
             None => Err(path),
         }

@@ -4,6 +4,7 @@
 //! [`SystemStats`]'s counting methods, as every other loop does.
 
 use super::design::{Design, Path};
+use super::front::Front;
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::config::{Serves, TlbFormat};
 use crate::pt::Pte;
@@ -97,25 +98,26 @@ impl Tlbs {
         path.levels[0] == self.dpath.levels[0]
     }
 
-    /// The levels beyond the first of `path` (whose level 1 missed) for `vpn` under `tag`:
-    /// the PTE of the first that holds it, after filling the levels above; `None` if all miss.
+    /// The levels beyond the first of `path` (whose level 1 missed) for `vpn` of the process
+    /// `front` runs: the PTE of the first that holds it, after filling the levels above; `None`
+    /// if all miss.
     #[inline]
     pub(crate) fn lookup_beyond_l1(
         &mut self,
         path: Path,
-        tag: Asid,
-        fill_tag: u32,
+        front: &Front,
         vpn: Vpn,
         page_size: PageSize,
         stats: &mut SystemStats,
     ) -> Option<Pte> {
         stats.tlb_misses(path.first(), 1);
+        let tag = front.tag(vpn);
         for k in 1..path.len as usize {
             let t = path.levels[k] as usize;
             stats.tlb_access(t);
             if let Some(data) = self.structures[t].tlb.lookup(tag, vpn) {
                 let pte = pte_of(data, vpn, page_size);
-                self.fill(&path.levels[..k], fill_tag, vpn, pte, stats);
+                self.fill(&path.levels[..k], front.fill_tag(vpn), vpn, pte, stats);
                 return Some(pte);
             }
             stats.tlb_misses(t, 1);
