@@ -102,7 +102,14 @@ impl System {
     /// True if this design takes the batches' page words at pages of `2^shift` bytes (and
     /// only the records whose word is [`crate::trace::SLOW_WORD`]): [`System::process_plain_words`].
     pub(crate) fn reads_words(&self, shift: u32) -> bool {
-        self.plain && self.m.page_size.shift() == shift
+        self.plain && self.m.page_size.shift() == shift && !self.m.os.watches_writes()
+    }
+
+    /// True if this design may need every record of a batch even while it reads page words:
+    /// with a page cache, stores may copy on write, which the plain loop leaves to the general
+    /// one ([`crate::os::Os::watches_writes`]).
+    pub(crate) fn needs_records(&self) -> bool {
+        self.m.os.has_page_cache()
     }
 
     /// True if this design takes the loop of plain designs (`engine/plain.rs`).
@@ -220,6 +227,7 @@ impl System {
         }
         s.os = m.os.stats();
         s.resident_pages = m.os.resident_pages();
+        s.page_cache_misses = m.os.page_cache_misses();
         s.page_table = crate::stats::PageTableSizes { peak: m.walk.peak(), end: m.walk.pt.size() };
         s.vhpt = self.vhpt_stats();
         s.rids = m.front.regions.as_ref().map(|r| r.stats());
@@ -342,10 +350,15 @@ impl System {
 
     /// Feeds a batch of records; on an error, also says which record (its index in `records`).
     fn process_until(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
-        if self.plain {
+        if self.plain && !self.m.os.watches_writes() {
             return self.process_plain(records);
         }
-        for (i, r) in records.iter().enumerate() {
+        self.process_general(records, 0)
+    }
+
+    /// The general loop over `records[from..]` (errors give the record's index in `records`).
+    fn process_general(&mut self, records: &[Record], from: usize) -> Result<(), (usize, DesignError)> {
+        for (i, r) in records.iter().enumerate().skip(from) {
             match *r {
                 Record::Access { kind, size, addr } => {
                     let addr = if self.m.front.extras { self.prepare(kind, addr).map_err(|e| (i, e))? } else { addr };
@@ -383,10 +396,27 @@ impl System {
         let last = end >> shift;
         let is_data = kind.is_data();
         self.m.lookups[is_data as usize] += last - first + 1;
+        let store = kind.is_store();
         for vpn in first..=last {
-            self.translate(is_data, Vpn(vpn))?;
+            let pfn = self.translate(is_data, Vpn(vpn))?;
+            if store && self.m.os.is_cow_frame(pfn) {
+                self.copy_on_write(Vpn(vpn), pfn)?;
+            }
         }
         Ok(())
+    }
+
+    /// A store to `vpn`, translated to `pfn`, a frame holding a write-protected page: if the OS
+    /// copies the page, the store takes the fault and looks the page up again (its TLB entries
+    /// were shot down: a miss, a walk and a fill); returns the frame it writes.
+    #[cold]
+    #[inline(never)]
+    fn copy_on_write(&mut self, vpn: Vpn, pfn: u64) -> Result<u64, DesignError> {
+        if !self.m.write_fault(vpn)? {
+            return Ok(pfn);
+        }
+        self.m.lookups[1] += 1;
+        self.translate(true, vpn)
     }
 
     /// [`System::access`] of a timed design: translate each page, then send each of its lines
@@ -401,7 +431,10 @@ impl System {
             let shift = self.m.page_size.shift();
             self.m.stats.timing.instructions += !is_data as u64;
             self.m.lookups[is_data as usize] += 1;
-            let pfn = self.translate(is_data, Vpn(addr >> shift))?;
+            let mut pfn = self.translate(is_data, Vpn(addr >> shift))?;
+            if kind.is_store() && self.m.os.is_cow_frame(pfn) {
+                pfn = self.copy_on_write(Vpn(addr >> shift), pfn)?;
+            }
             let pa = (pfn << shift) | (addr & (self.m.page_size.bytes() - 1));
             self.m.line_refs(kind, addr, pa);
             return Ok(());
@@ -420,7 +453,10 @@ impl System {
         let last = end >> shift;
         self.m.lookups[is_data as usize] += last - first + 1;
         for vpn in first..=last {
-            let pfn = self.translate(is_data, Vpn(vpn))?;
+            let mut pfn = self.translate(is_data, Vpn(vpn))?;
+            if kind.is_store() && self.m.os.is_cow_frame(pfn) {
+                pfn = self.copy_on_write(Vpn(vpn), pfn)?;
+            }
             let lo = addr.max(vpn << shift);
             let hi = end.min((vpn << shift) | offset_mask);
             let asid = self.m.front.asid.0;

@@ -144,6 +144,9 @@ pub struct SystemStats {
     pub timing: TimingCounts,
     /// Pages resident at the end.
     pub resident_pages: u64,
+    /// Page faults that read a file page in (page-cache misses, `os.page_cache`): the faults a
+    /// kernel would take as major faults.
+    pub page_cache_misses: u64,
     /// The page table's size at its peak (each field's maximum over the run) and at the end.
     pub page_table: PageTableSizes,
     /// Short VHPT with the hardware walker: walks that took a VHPT translation fault (a nested

@@ -52,7 +52,7 @@ impl Machine {
                 self.exit(asid);
             }
             Record::Object { id, offset } => {
-                self.front.pending_object = Some(id);
+                self.front.pending_object = Some((id, offset));
                 if let Some(l) = &mut self.front.layout {
                     l.object(id, offset);
                 }
@@ -74,7 +74,8 @@ impl Machine {
     /// A map of the running process: the image's text names its program (shared text), the
     /// layout places the mapping, and shadow superpages may back it.
     fn map(&mut self, start: u64, len: u64, flags: u32) -> Result<(), DesignError> {
-        let object = self.front.pending_object.take();
+        let pending = self.front.pending_object.take();
+        let object = pending.map(|(id, _)| id);
         // The image's text names the executable: with shared text, its program.
         use crate::trace::map_flags::{EXEC, IMAGE, WRITE};
         if let (Some(r), Some(obj)) = (&mut self.front.regions, object) {
@@ -105,7 +106,30 @@ impl Machine {
         if matches!(self.os.shadow_policy(), ShadowPolicy::Heap | ShadowPolicy::All) {
             self.shadow_map(start, len, flags)?;
         }
+        if let (Some((id, offset)), true) = (pending, self.os.has_page_cache()) {
+            self.map_object(start, len, flags, id, offset);
+        }
         Ok(())
+    }
+
+    /// The page cache's record of a file-backed map (object `id` from byte `offset`) of the
+    /// running process, at its laid-out address in its private space. A map into a region
+    /// shared already (a program's text, the shared or global region) is shared by its space.
+    fn map_object(&mut self, start: u64, len: u64, flags: u32, id: u32, offset: u64) {
+        if len == 0 {
+            return;
+        }
+        let start = match &self.front.layout {
+            Some(l) => start.wrapping_add(l.last_delta()),
+            None => start,
+        };
+        let vpn = Vpn(start >> self.page_size.shift());
+        let vrn = ((vpn.0 >> self.front.vrn_shift) & 7) as usize;
+        if self.front.is_global(vpn) || !self.front.is_private(vrn) {
+            return;
+        }
+        let space = self.front.tag(vpn);
+        self.os.map_object(space, start, len, id, offset, flags);
     }
 
     /// The running process forks `child`: the child's spaces (with regions, its private

@@ -35,8 +35,8 @@ pub(crate) struct Front {
     pub(crate) keys: Option<Box<Keys>>,
     /// A layout or protection keys: references take [`Front::prepare`] first.
     pub(crate) extras: bool,
-    /// The object a `Record::Object` named for the next map.
-    pub(crate) pending_object: Option<u32>,
+    /// The object and byte offset a `Record::Object` named for the next map.
+    pub(crate) pending_object: Option<(u32, u64)>,
 }
 
 impl Front {

@@ -67,6 +67,15 @@ impl Machine {
                 .expect("validated: shadow");
             os.set_shadow(shadow);
         }
+        // The page cache shares frames; reserved blocks and shadow superpages place each
+        // process's pages themselves, and the Mach personality keeps its own page tables.
+        if config.os.page_cache
+            && !config.os.reservation
+            && config.os.shadow_superpages == ShadowPolicy::None
+            && config.os.personality == crate::os::mach3::Personality::Linux
+        {
+            os.set_page_cache();
+        }
         let layout =
             crate::os::layout::Layout::new(&config.layout, config.itanium.as_ref().is_some_and(|i| i.shared_region))
                 .map(Box::new);
@@ -269,6 +278,27 @@ impl Machine {
         self.ops = ops;
         self.shootdown = shootdown;
         r.map(|_| ()).map_err(|error| DesignError::OutOfMemory { config: self.name.clone(), error })
+    }
+
+    /// A store to page `vpn` of the running process found it on a frame holding a
+    /// write-protected page ([`Os::is_cow_frame`]): the OS copies it if it is (copy on write),
+    /// remapping it and shooting down its TLB entries. True if it did (the store then looks the
+    /// page up again).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn write_fault(&mut self, vpn: Vpn) -> Result<bool, DesignError> {
+        let space = self.front.space_of(vpn);
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        shootdown.clear();
+        let r = self.os.write_fault(space, vpn, &mut ops, &mut shootdown);
+        if let Ok(Some(_)) = r {
+            self.apply(&ops, &shootdown);
+        }
+        self.ops = ops;
+        self.shootdown = shootdown;
+        r.map(|p| p.is_some()).map_err(|error| DesignError::OutOfMemory { config: self.name.clone(), error })
     }
 
     /// Applies the OS's page-table operations, then invalidates the TLB entries of the ranges.

@@ -89,6 +89,9 @@ impl System {
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
                 self.plain_record(&records[r], tlbs).map_err(|e| (r, e))?;
+                if self.m.os.watches_writes() {
+                    return self.process_general(records, i);
+                }
                 continue;
             }
             let is_data = (w & 1) as usize;
@@ -194,6 +197,9 @@ impl System {
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
                 self.plain_record(&records[r], [t, t]).map_err(|e| (r, e))?;
+                if self.m.os.watches_writes() {
+                    return self.process_general(records, i);
+                }
                 continue;
             }
             n += 1;

@@ -200,6 +200,8 @@ pub struct Layout {
     shared_next: u64,
     /// Object of the next `Map` of the current process (`Record::Object`).
     pending: Option<(u32, u64)>,
+    /// The delta of the last `Map` placed (laid-out address = trace address + delta).
+    placed: u64,
     stats: LayoutStats,
 }
 
@@ -228,6 +230,7 @@ impl Layout {
             objects: HashMap::new(),
             shared_next: SHARED_BASE,
             pending: None,
+            placed: 0,
             stats: LayoutStats::default(),
         })
     }
@@ -371,6 +374,11 @@ impl Layout {
         self.pending = Some((id, offset));
     }
 
+    /// Where the last `Map` landed: its laid-out start is its trace start plus this (wrapping).
+    pub fn last_delta(&self) -> u64 {
+        self.placed
+    }
+
     /// The current process maps `[start, start + len)` with `flags` (`map_flags`): places it,
     /// replacing what it overlaps (whose laid-out ranges go to `unmapped`, to be unmapped).
     pub fn map(&mut self, start: u64, len: u64, flags: u32, unmapped: &mut Vec<(u64, u64)>) -> Result<(), LayoutFull> {
@@ -380,6 +388,7 @@ impl Layout {
         }
         self.unmap(start, len, unmapped);
         self.stats.mappings += 1;
+        self.placed = 0;
         match self.cfg.kind {
             LayoutKind::Identity => {}
             LayoutKind::ItaniumLinux => {
@@ -406,9 +415,10 @@ impl Layout {
                     (vrn << 61, 0)
                 };
                 self.insert(Range { start, end, delta, key });
+                self.placed = delta;
             }
             LayoutKind::Compact32 => {
-                self.map_compact(start, len)?;
+                self.placed = self.map_compact(start, len)?.delta;
             }
         }
         Ok(())

@@ -20,11 +20,13 @@ mod frames;
 pub mod keys;
 pub mod layout;
 pub mod mach3;
+mod pcache;
 pub mod regions;
 pub mod shadow;
 mod shadow_os;
 
 pub use frames::{AllocatorKind, FrameAllocator};
+pub use pcache::PageCacheStats;
 
 use crate::addr::{Asid, PageSize, Pfn, Vpn};
 use crate::pt::{ParamError, Pte};
@@ -93,6 +95,9 @@ pub struct OsConfig {
     /// Shadow superpages (swanson98 §2.3): `none`, `heap`, `all` or `markers` (default `none`);
     /// the constants are in `[shadow]`.
     pub shadow_superpages: shadow::ShadowPolicy,
+    /// A page cache: every mapping of one object page shares its frame, private writable
+    /// mappings and forks copy on write (default true; see `os/pcache.rs`).
+    pub page_cache: bool,
 }
 
 impl OsConfig {
@@ -184,6 +189,7 @@ impl Default for OsConfig {
             partial_subblock: false,
             personality: mach3::Personality::Linux,
             shadow_superpages: shadow::ShadowPolicy::None,
+            page_cache: true,
         }
     }
 }
@@ -271,6 +277,10 @@ pub struct OsStats {
     pub placed_pages: u64,
     /// Frames taken from the allocator (whole reserved blocks included).
     pub frames_in_use: u64,
+    /// The page cache's counters (`os.page_cache`).
+    pub page_cache: PageCacheStats,
+    /// Pages copied on a write to a frame they shared (private file pages, pages a fork shares).
+    pub cow_copies: u64,
 }
 
 /// Physical memory ran out.
@@ -340,6 +350,11 @@ pub struct Os {
     scratch_sd: Vec<(Asid, Vpn, Vpn)>,
     /// Shadow superpages (swanson98), when `os.shadow_superpages` is not `none`.
     shadow: Option<Box<shadow::Shadow>>,
+    /// The page cache, when `os.page_cache` is on (not with reservations, shadow superpages or
+    /// the Mach personality: see [`Os::set_page_cache`]).
+    pcache: Option<Box<pcache::PageCache>>,
+    /// Frames holding a write-protected page (copy on write).
+    cow: pcache::CowFrames,
 }
 
 /// Mask of bits `lo..=hi`.
@@ -381,6 +396,8 @@ impl Os {
             scratch_ops: Vec::new(),
             scratch_sd: Vec::new(),
             shadow: None,
+            pcache: None,
+            cow: pcache::CowFrames::default(),
         }
     }
 }
@@ -389,6 +406,106 @@ impl Os {
     /// The paging policy.
     pub fn paging(&self) -> &Paging {
         &self.paging
+    }
+
+    /// Turns on the page cache and copy on write (`os.page_cache`). Designs with reservations
+    /// keep each process's pages in its own reserved blocks, so they take no page cache (and
+    /// forks share frames as without it); the engine does not call this for them, nor for
+    /// shadow superpages or the Mach personality.
+    pub fn set_page_cache(&mut self) {
+        debug_assert!(!self.paging.reservation && self.shadow.is_none());
+        self.pcache = Some(Box::new(pcache::PageCache::new(self.paging.page_size.bytes())));
+    }
+
+    /// True if this OS has a page cache.
+    pub fn has_page_cache(&self) -> bool {
+        self.pcache.is_some()
+    }
+
+    /// Space `space` maps laid-out bytes `[start, start + len)` from byte `offset` of object
+    /// `object` (the trace's `Record::Object`) with `flags` (`map_flags`): a file-backed range
+    /// of the page cache. Nothing without a page cache.
+    pub fn map_object(&mut self, space: Asid, start: u64, len: u64, object: u32, offset: u64, flags: u32) {
+        if let (Some(pc), true) = (&mut self.pcache, len > 0) {
+            pc.map(space.0, start, len, object, offset, flags, self.paging.page_size.shift());
+        }
+    }
+
+    /// True while a store may have to copy a page (some frame holds a write-protected page, or
+    /// some private writable file range may fault one in): the engine then tests stores
+    /// ([`Os::is_cow_frame`]), which the loop of plain designs cannot.
+    pub fn watches_writes(&self) -> bool {
+        self.cow.count > 0 || self.pcache.as_ref().is_some_and(|p| p.cow_ranges > 0)
+    }
+
+    /// True if frame `pfn` holds a write-protected page: a store to it may copy
+    /// ([`Os::write_fault`]). One compare when no frame does.
+    #[inline(always)]
+    pub fn is_cow_frame(&self, pfn: u64) -> bool {
+        self.cow.get(pfn)
+    }
+
+    /// Page faults that read a file page in (page-cache misses).
+    pub fn page_cache_misses(&self) -> u64 {
+        self.pcache.as_ref().map_or(0, |p| p.misses)
+    }
+
+    /// The page cache's frame for faulting page `vpn` of `asid` if it lies in a file-backed
+    /// range (read in on a miss), counted as one more holder of the frame; `None` for anonymous
+    /// memory.
+    fn cache_frame(&mut self, asid: Asid, vpn: Vpn) -> Result<Option<u64>, OutOfMemory> {
+        let pc = self.pcache.as_deref_mut().expect("page cache");
+        let Some((first, r)) = pc.range_of(asid.0, vpn) else {
+            return Ok(None);
+        };
+        let key = pc.key(first, &r, vpn);
+        let pfn = match pc.frame(key) {
+            Some(f) => {
+                pc.stats.hits += 1;
+                f
+            }
+            None => {
+                let f = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+                pc.insert(key, f);
+                f
+            }
+        };
+        // The cache holds the frame besides the page.
+        *self.shared.entry(pfn).or_insert(1) += 1;
+        if r.cow {
+            self.cow.set(pfn);
+        }
+        Ok(Some(pfn))
+    }
+
+    /// A store to resident page `vpn` of `asid`, whose frame [`Os::is_cow_frame`] marked: if
+    /// the page is write-protected (a private page whose frame has another holder), copies it to
+    /// a fresh frame, appends the remap to `ops` and the page to `shootdown`, and returns the new
+    /// frame; `None` if the page writes its frame in place (a shared mapping's, or the frame's
+    /// last holder).
+    pub fn write_fault(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<Option<Pfn>, OutOfMemory> {
+        let Some(pc) = &self.pcache else {
+            return Ok(None);
+        };
+        let Some(&pfn) = self.resident.get(&(asid.0, vpn.0)) else {
+            return Ok(None);
+        };
+        if !self.shared.contains_key(&pfn) || !pc.range_of(asid.0, vpn).is_none_or(|(_, r)| r.cow) {
+            return Ok(None);
+        }
+        let new = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+        self.release(pfn, None);
+        self.resident.insert((asid.0, vpn.0), new);
+        self.stats.cow_copies += 1;
+        ops.push(PtOp::Map(asid, vpn, Pte::base(Pfn(new), self.paging.page_size)));
+        shootdown.push((asid, vpn, vpn));
+        Ok(Some(Pfn(new)))
     }
 
     /// A page fault on base page `vpn` of `asid`: allocates its frame (and maybe a reservation,
@@ -412,7 +529,14 @@ impl Os {
             return Ok(Pfn(pfn));
         }
         if !self.paging.reservation {
-            let pfn = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
+            let pfn = match self.pcache.is_some() {
+                true => self.cache_frame(asid, vpn)?,
+                false => None,
+            };
+            let pfn = match pfn {
+                Some(p) => p,
+                None => self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?,
+            };
             self.resident.insert((asid.0, vpn.0), pfn);
             ops.push(PtOp::Map(asid, vpn, Pte::base(Pfn(pfn), self.paging.page_size)));
             return Ok(Pfn(pfn));
@@ -486,6 +610,9 @@ impl Os {
         if self.shadow.is_some() {
             self.shadow_teardown(asid, first, last, ops, shootdown);
         }
+        if let Some(pc) = &mut self.pcache {
+            pc.unmap(asid.0, first.0, last.0);
+        }
         while cursor <= last.0 {
             let Some((&(_, v), &pfn)) = self.resident.range((asid.0, cursor)..=(asid.0, last.0)).next() else {
                 break;
@@ -546,11 +673,20 @@ impl Os {
             return;
         }
         let mut cursor = 0u64;
+        if let Some(pc) = &mut self.pcache {
+            pc.fork(parent.0, child.0);
+        }
         if !self.paging.reservation {
             while let Some((&(_, v), &pfn)) = self.resident.range((parent.0, cursor)..=(parent.0, u64::MAX)).next() {
                 if let std::collections::btree_map::Entry::Vacant(e) = self.resident.entry((child.0, v)) {
                     e.insert(pfn);
                     *self.shared.entry(pfn).or_insert(1) += 1;
+                    if let Some(pc) = &self.pcache {
+                        // Both copies of a private page are write-protected now.
+                        if pc.range_of(parent.0, Vpn(v)).is_none_or(|(_, r)| r.cow) {
+                            self.cow.set(pfn);
+                        }
+                    }
                     ops.push(PtOp::Map(child, Vpn(v), Pte::base(Pfn(pfn), self.paging.page_size)));
                 }
                 match v.checked_add(1) {
@@ -626,6 +762,7 @@ impl Os {
             live_reservations: self.resv.len() as u64,
             resident_pages: self.resident.len() as u64,
             frames_in_use: self.frames.in_use(),
+            page_cache: self.pcache.as_ref().map(|p| p.stats).unwrap_or_default(),
             ..self.stats
         }
     }
@@ -705,6 +842,8 @@ impl Os {
             Some(n) if *n > 2 => *n -= 1,
             Some(_) => {
                 self.shared.remove(&pfn);
+                // One holder left: it writes the frame in place.
+                self.cow.clear(pfn);
             }
             None => match resv {
                 Some(base) if (base..base + self.paging.block_pages).contains(&pfn) => {

@@ -48,6 +48,12 @@ impl Kind {
         !matches!(self, Kind::Ifetch)
     }
 
+    /// True for stores and modifies (they write).
+    #[inline(always)]
+    pub fn is_store(self) -> bool {
+        matches!(self, Kind::Store | Kind::Modify)
+    }
+
     /// Lower-case name used in reports.
     pub fn name(self) -> &'static str {
         match self {
