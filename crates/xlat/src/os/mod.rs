@@ -427,7 +427,7 @@ impl Os {
     /// of the page cache. Nothing without a page cache.
     pub fn map_object(&mut self, space: Asid, start: u64, len: u64, object: u32, offset: u64, flags: u32) {
         if let (Some(pc), true) = (&mut self.pcache, len > 0) {
-            pc.map(space.0, start, len, object, offset, flags, self.paging.page_size.shift());
+            pc.map(space.0, start, len, (object, offset), flags, self.paging.page_size.shift());
         }
     }
 
@@ -496,7 +496,7 @@ impl Os {
         let Some(&pfn) = self.resident.get(&(asid.0, vpn.0)) else {
             return Ok(None);
         };
-        if !self.shared.contains_key(&pfn) || !pc.range_of(asid.0, vpn).is_none_or(|(_, r)| r.cow) {
+        if !self.shared.contains_key(&pfn) || !pc.range_of(asid.0, vpn).map_or(true, |(_, r)| r.cow) {
             return Ok(None);
         }
         let new = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
@@ -683,7 +683,7 @@ impl Os {
                     *self.shared.entry(pfn).or_insert(1) += 1;
                     if let Some(pc) = &self.pcache {
                         // Both copies of a private page are write-protected now.
-                        if pc.range_of(parent.0, Vpn(v)).is_none_or(|(_, r)| r.cow) {
+                        if pc.range_of(parent.0, Vpn(v)).map_or(true, |(_, r)| r.cow) {
                             self.cow.set(pfn);
                         }
                     }

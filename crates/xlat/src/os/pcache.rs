@@ -66,9 +66,17 @@ pub(crate) struct PageCache {
 
 impl PageCache {
     /// Space `space` maps bytes `[start, start + len)` (`len` > 0) from byte `offset` of
-    /// `object` with `flags` (`map_flags`), over what it mapped there before; pages of `2^shift`
+    /// `object` (the pair) with `flags` (`map_flags`), over what it mapped there before; pages of `2^shift`
     /// bytes.
-    pub(crate) fn map(&mut self, space: u32, start: u64, len: u64, object: u32, offset: u64, flags: u32, shift: u32) {
+    pub(crate) fn map(
+        &mut self,
+        space: u32,
+        start: u64,
+        len: u64,
+        (object, offset): (u32, u64),
+        flags: u32,
+        shift: u32,
+    ) {
         let (first, last) = (start >> shift, start.saturating_add(len - 1) >> shift);
         self.unmap(space, first, last);
         let cow = flags & map_flags::SHARED == 0 && flags & map_flags::WRITE != 0;
