@@ -95,7 +95,10 @@ impl PageCache {
                 cursor = f;
             }
         }
-        while let Some((&(_, f), &r)) = self.ranges.range((space, cursor)..=(space, last)).next() {
+        while cursor <= last {
+            let Some((&(_, f), &r)) = self.ranges.range((space, cursor)..=(space, last)).next() else {
+                break;
+            };
             self.ranges.remove(&(space, f));
             self.cow_ranges -= r.cow as u64;
             if f < first {
@@ -194,5 +197,38 @@ impl CowFrames {
             self.count -= (*w & b != 0) as u64;
             *w &= !b;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages of space 1 that are file-backed, as (first, last, object offset) runs.
+    fn runs(pc: &PageCache) -> Vec<(u64, u64, u64)> {
+        pc.ranges.range((1, 0)..=(1, u64::MAX)).map(|(&(_, f), r)| (f, r.last, r.offset)).collect()
+    }
+
+    #[test]
+    fn unmap_cuts_and_removes_ranges_ending_on_its_last_page() {
+        let mut pc = PageCache::new(4096);
+        // One-page range at page 2, a four-page range at pages 5..=8 from object byte 8192.
+        pc.map(1, 2 << 12, 4096, (7, 0), map_flags::READ, 12);
+        pc.map(1, 5 << 12, 4 << 12, (7, 8192), map_flags::READ | map_flags::WRITE, 12);
+        assert_eq!(runs(&pc), [(2, 2, 0), (5, 8, 8192)]);
+        assert_eq!(pc.cow_ranges, 1);
+        // An unmap whose last page is the start of a range: the loop must stop there.
+        pc.unmap(1, 0, 2);
+        assert_eq!(runs(&pc), [(5, 8, 8192)]);
+        // The middle of a range: a head and a tail whose offset moves by the pages cut.
+        pc.unmap(1, 6, 6);
+        assert_eq!(runs(&pc), [(5, 5, 8192), (7, 8, 8192 + 2 * 4096)]);
+        assert_eq!(pc.cow_ranges, 2);
+        // Exactly a range's last page, then everything.
+        pc.unmap(1, 8, 8);
+        assert_eq!(runs(&pc), [(5, 5, 8192), (7, 7, 8192 + 2 * 4096)]);
+        pc.unmap(1, 0, u64::MAX >> 12);
+        assert_eq!(runs(&pc), []);
+        assert_eq!(pc.cow_ranges, 0);
     }
 }
