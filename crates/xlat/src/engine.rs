@@ -235,6 +235,7 @@ impl System {
             });
         }
         s.cycles = crate::cost::cycles(&s, self.design.cost());
+        s.kernel = crate::cost::kernel(&s, self.design.cost());
         s.time = crate::cost::time(&s, &s.cycles, self.design.cost());
         s
     }

@@ -47,6 +47,10 @@ pub const MAX_SHADOW_REGIONS: u64 = 1 << 20;
 /// Most global ranges (`os.global`).
 pub const MAX_GLOBAL_RANGES: usize = 64;
 
+/// Most bytes of kernel text, and of kernel data, referenced per kernel event
+/// (`os.kernel_text_bytes`, `os.kernel_data_bytes`): 1 MiB.
+pub const MAX_KERNEL_FOOTPRINT: u64 = 1 << 20;
+
 /// Most cycles of any one cost or latency key (a lookup, a walk step, a trap, a page fault, a
 /// memory access): 2^32, more than a second of any modelled machine.
 pub const MAX_CYCLES: u64 = 1 << 32;
