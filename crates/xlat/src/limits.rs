@@ -80,6 +80,7 @@ pub const TABLE: &[Bound] = &[
     Bound { key: "page_table.pwc[] (each)", bound: "2^16" },
     Bound { key: "os.memory_bytes / page_size", bound: "2^32 frames" },
     Bound { key: "os.global", bound: "64 ranges" },
+    Bound { key: "os.kernel_text_bytes, os.kernel_data_bytes", bound: "2^20 bytes each" },
     Bound { key: "mach3.max_tasks", bound: "508 (the 2 MB user page tables kseg2 holds)" },
     Bound {
         key: "mach3.*_bytes, mach3.touch_stride, mach3.copy_stride, mach3.trap_words, mach3.l1u_instructions",
