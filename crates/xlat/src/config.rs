@@ -681,6 +681,59 @@ impl Config {
         }
     }
 
+    /// `[os]`'s kernel costs: each at most 2^32 cycles, the footprints at most 1 MiB per event,
+    /// and no event charged twice (a fault as translation and as kernel time, a RID purge as
+    /// translation and as a kernel flush).
+    fn check_kernel_costs(&self) -> Result<(), ParamError> {
+        let o = &self.os;
+        limits::all_cycles([
+            ("os.syscall_cycles", o.syscall_cycles),
+            ("os.switch_cycles", o.switch_cycles),
+            ("os.minor_fault_cycles", o.minor_fault_cycles),
+            ("os.major_fault_cycles", o.major_fault_cycles),
+            ("os.flush_cycles", o.flush_cycles),
+            ("os.ipc_cycles", o.ipc_cycles),
+        ])?;
+        for (key, bytes) in
+            [("os.kernel_text_bytes", o.kernel_text_bytes), ("os.kernel_data_bytes", o.kernel_data_bytes)]
+        {
+            if bytes > limits::MAX_KERNEL_FOOTPRINT {
+                return Err(ParamError::new(
+                    key,
+                    format!("must be at most 2^20 = {} bytes per event, got {bytes}", limits::MAX_KERNEL_FOOTPRINT),
+                ));
+            }
+        }
+        if o.kernel_text_bytes + o.kernel_data_bytes > 0 && o.personality != crate::os::mach3::Personality::Linux {
+            let key = if o.kernel_text_bytes > 0 { "os.kernel_text_bytes" } else { "os.kernel_data_bytes" };
+            return Err(ParamError::new(
+                key,
+                "Mach 3.0's kernel makes its own references (docs/mach3.md): the footprint needs os.personality = \"linux\"",
+            ));
+        }
+        if self.cost.page_fault_cycles > 0 {
+            if let Some(key) =
+                [("os.minor_fault_cycles", o.minor_fault_cycles), ("os.major_fault_cycles", o.major_fault_cycles)]
+                    .iter()
+                    .find(|(_, c)| *c > 0)
+                    .map(|(k, _)| *k)
+            {
+                return Err(ParamError::new(
+                    key,
+                    "a fault would be charged twice: set either cost.page_fault_cycles (as translation) or \
+                     os.minor_fault_cycles and os.major_fault_cycles (as kernel time), not both",
+                ));
+            }
+        }
+        if o.flush_cycles > 0 && self.itanium.as_ref().is_some_and(|i| i.purge_cycles > 0) {
+            return Err(ParamError::new(
+                "os.flush_cycles",
+                "a RID purge would be charged twice: set itanium.purge_cycles = 0 to charge purges as kernel flushes",
+            ));
+        }
+        Ok(())
+    }
+
     /// Under `os.personality = "mach3"`: the machine Mach 3.0 ran on (bala94's R3000).
     fn check_mach3_machine(&self) -> Result<(), ParamError> {
         use crate::os::layout::LayoutKind;
@@ -760,6 +813,7 @@ impl Config {
             ("shadow.page_cycles", s.page_cycles),
             ("shadow.copy_page_cycles", s.copy_page_cycles),
         ])?;
+        self.check_kernel_costs()?;
         if self.os.global.len() > limits::MAX_GLOBAL_RANGES {
             return Err(ParamError::new(
                 "os.global",
@@ -982,6 +1036,17 @@ kind = "radix"     # radix | linear | hashed | clustered
                 ],
             ),
             ("shadow", &["flush_line_cycles", "writeback_cycles", "page_cycles", "copy_page_cycles"]),
+            (
+                "os",
+                &[
+                    "syscall_cycles",
+                    "switch_cycles",
+                    "minor_fault_cycles",
+                    "major_fault_cycles",
+                    "flush_cycles",
+                    "ipc_cycles",
+                ],
+            ),
         ];
         let max = crate::limits::MAX_CYCLES;
         for (section, keys) in sections {

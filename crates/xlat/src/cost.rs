@@ -16,11 +16,26 @@
 //!     the personality's handler and PTLB cycles        (Mach 3.0, bala94 Tables 1 and 5)
 //!   + STLB hits × hit_cycles + STLB misses × miss_cycles
 //!   + RID purges × purge_cycles + key misses × key_fault_cycles + PKR reloads × pkr_reload_cycles
-//! + page faults × page_fault_cycles
+//! + page faults × page_fault_cycles                   (the translation model's demand paging)
 //! ```
 //!
+//! Kernel cycles ([`kernel`]: `kernel.cycles`, reported for every design, timed or not) are the
+//! `[os]` section's per-event costs times the events counted:
+//!
+//! ```text
+//!   syscalls × syscall_cycles + context switches × switch_cycles
+//! + minor faults × minor_fault_cycles + major faults × major_fault_cycles
+//! + (flush-on-switch flushes + RID purges) × flush_cycles + IPC messages × ipc_cycles
+//! ```
+//!
+//! A fault is charged either as translation (`cost.page_fault_cycles`) or as kernel time
+//! (`os.minor_fault_cycles`, `os.major_fault_cycles`), and a RID purge either as translation
+//! (`itanium.purge_cycles`) or as kernel time (`os.flush_cycles`): validation refuses a design
+//! that sets both of a pair, so nothing is counted twice.
+//!
 //! A timed design's execution time ([`time`]) adds the core's base cycles and cache stalls to the
-//! translation cycles that do not overlap the instruction (TLB levels beyond the first).
+//! translation cycles that do not overlap the instruction (TLB levels beyond the first), the
+//! page-fault cycles, the shadow-superpage remapping cycles and the kernel cycles.
 
 use crate::addr::{PageSize, Vpn};
 use crate::limits::{sum, times};
@@ -177,6 +192,71 @@ pub struct CostParams {
     pub itanium: Option<[u64; 3]>,
     /// Timed designs: the base CPI of `[time]`.
     pub cpi: Option<f64>,
+    /// `[os]`'s kernel cycles per event.
+    pub kernel: KernelCosts,
+}
+
+/// `[os]`'s kernel cycles per event (all 0: no kernel time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelCosts {
+    /// Per system call.
+    pub syscall: u64,
+    /// Per context switch.
+    pub switch: u64,
+    /// Per minor page fault.
+    pub minor_fault: u64,
+    /// Per major page fault.
+    pub major_fault: u64,
+    /// Per full TLB flush or RID purge.
+    pub flush: u64,
+    /// Per IPC message.
+    pub ipc: u64,
+}
+
+impl KernelCosts {
+    /// The costs of an `[os]` section.
+    pub fn of(os: &crate::os::OsConfig) -> KernelCosts {
+        KernelCosts {
+            syscall: os.syscall_cycles,
+            switch: os.switch_cycles,
+            minor_fault: os.minor_fault_cycles,
+            major_fault: os.major_fault_cycles,
+            flush: os.flush_cycles,
+            ipc: os.ipc_cycles,
+        }
+    }
+}
+
+/// The kernel's events and their cycles (the second formula at the top of this module), from a
+/// design's statistics and its [`CostParams`]; the footprint's TLB counts are what the engine
+/// counted.
+pub fn kernel(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::KernelStats {
+    let k = &p.kernel;
+    let e = &s.events;
+    // Copy-on-write faults (`os.cow_copies`) are minor faults of the kernel's too.
+    let faults = s.page_faults.saturating_add(s.os.cow_copies);
+    let major = s.major_faults.min(faults);
+    let mut out = crate::stats::KernelStats {
+        syscalls: e.syscalls,
+        switches: e.context_switches,
+        faults,
+        minor_faults: faults - major,
+        major_faults: major,
+        flushes: e.flushes.saturating_add(s.rids.map_or(0, |r| r.purges)),
+        ipcs: e.ipcs,
+        tlb_lookups: s.kernel.tlb_lookups,
+        tlb_misses: s.kernel.tlb_misses,
+        cycles: 0,
+    };
+    out.cycles = sum([
+        times(out.syscalls, k.syscall),
+        times(out.switches, k.switch),
+        times(out.minor_faults, k.minor_fault),
+        times(out.major_faults, k.major_fault),
+        times(out.flushes, k.flush),
+        times(out.ipcs, k.ipc),
+    ]);
+    out
 }
 
 /// Translation cycles by cause, from a design's statistics (the formula at the top of this
@@ -217,7 +297,8 @@ pub fn cycles(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::Cy
 }
 
 /// The execution time of a timed design's in-order core (`docs/caches.md`), from its
-/// statistics and the translation cycles [`cycles`] made of them; `None` for an untimed design.
+/// statistics (their `kernel` made by [`kernel`] first) and the translation cycles [`cycles`]
+/// made of them; `None` for an untimed design.
 pub fn time(
     s: &crate::stats::SystemStats,
     c: &crate::stats::Cycles,
@@ -235,9 +316,10 @@ pub fn time(
         translation: sum([beyond_l1, c.walk_memory, c.refill_overhead]),
         faults: c.page_fault,
         remap: s.shadow.map_or(0, |s| s.cycles()),
+        kernel: s.kernel.cycles,
         cycles: 0,
     };
-    t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap]);
+    t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap, t.kernel]);
     Some(t)
 }
 
@@ -261,6 +343,7 @@ mod tests {
             stlb: None,
             itanium: None,
             cpi: None,
+            kernel: KernelCosts::default(),
         }
     }
 

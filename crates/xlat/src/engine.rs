@@ -228,6 +228,8 @@ impl System {
         s.os = m.os.stats();
         s.resident_pages = m.os.resident_pages();
         s.page_cache_misses = m.os.page_cache_misses();
+        // A fault that read a file page in is a major fault.
+        s.major_faults = s.page_cache_misses;
         s.page_table = crate::stats::PageTableSizes { peak: m.walk.peak(), end: m.walk.pt.size() };
         s.vhpt = self.vhpt_stats();
         s.rids = m.front.regions.as_ref().map(|r| r.stats());
@@ -243,6 +245,7 @@ impl System {
             });
         }
         s.cycles = crate::cost::cycles(&s, self.design.cost());
+        s.kernel = crate::cost::kernel(&s, self.design.cost());
         s.time = crate::cost::time(&s, &s.cycles, self.design.cost());
         s
     }

@@ -47,6 +47,10 @@ pub const MAX_SHADOW_REGIONS: u64 = 1 << 20;
 /// Most global ranges (`os.global`).
 pub const MAX_GLOBAL_RANGES: usize = 64;
 
+/// Most bytes of kernel text, and of kernel data, referenced per kernel event
+/// (`os.kernel_text_bytes`, `os.kernel_data_bytes`): 1 MiB.
+pub const MAX_KERNEL_FOOTPRINT: u64 = 1 << 20;
+
 /// Most cycles of any one cost or latency key (a lookup, a walk step, a trap, a page fault, a
 /// memory access): 2^32, more than a second of any modelled machine.
 pub const MAX_CYCLES: u64 = 1 << 32;
@@ -76,6 +80,7 @@ pub const TABLE: &[Bound] = &[
     Bound { key: "page_table.pwc[] (each)", bound: "2^16" },
     Bound { key: "os.memory_bytes / page_size", bound: "2^32 frames" },
     Bound { key: "os.global", bound: "64 ranges" },
+    Bound { key: "os.kernel_text_bytes, os.kernel_data_bytes", bound: "2^20 bytes each" },
     Bound { key: "mach3.max_tasks", bound: "508 (the 2 MB user page tables kseg2 holds)" },
     Bound {
         key: "mach3.*_bytes, mach3.touch_stride, mach3.copy_stride, mach3.trap_words, mach3.l1u_instructions",

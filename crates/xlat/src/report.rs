@@ -150,6 +150,7 @@ pub fn design_json(s: &System) -> Value {
             "page_fault": st.cycles.page_fault,
         },
         "events": st.events,
+        "kernel": st.kernel,
         "os": st.os,
     });
     if cfg.page_table.kind == crate::pt::Kind::VhptLong {
@@ -189,7 +190,9 @@ pub fn design_json(s: &System) -> Value {
         });
     }
     if let Some(m) = st.mach {
-        doc["kernel"] = json!({
+        // Beside the kernel's events and cycles: Mach's own references and handlers (its
+        // level-1 lookups are the kernel's `tlb_lookups`: Mach designs have no footprint).
+        let mach = json!({
             "personality": "mach3",
             "references": m.references,
             "ipc": m.ipc,
@@ -199,6 +202,9 @@ pub fn design_json(s: &System) -> Value {
             "miss_cycles": m.miss_cycles,
             "user_miss_cycles": m.user_cycles,
         });
+        if let (Some(k), Some(fields)) = (doc["kernel"].as_object_mut(), mach.as_object()) {
+            k.extend(fields.iter().map(|(key, v)| (key.clone(), v.clone())));
+        }
         doc["misses_by_type"] = json!({
             "l1u": m.l1u,
             "l1k": m.l1k,
@@ -294,6 +300,7 @@ pub fn design_json(s: &System) -> Value {
                 "dcache": t.dcache,
                 "translation": t.translation,
                 "faults": t.faults,
+                "kernel": t.kernel,
             },
             "translation_share": t.translation_share(),
         });
@@ -412,6 +419,9 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
             format!("{}/{}", o.reservation_failures, o.reservations + o.reservation_failures)
         });
     }
+    if stats.iter().any(|st| st.kernel.cycles > 0) {
+        row("kernel cycles", &|_, st| st.kernel.cycles.to_string());
+    }
     row("walks", &|_, st| st.walks.count.to_string());
     row("  memory refs/walk", &|_, st| {
         let w = st.walks;
@@ -514,6 +524,9 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         row("  dcache stalls", &|_, st| st.time.map(|t| t.dcache.to_string()).unwrap_or_default());
         row("  translation", &|_, st| st.time.map(|t| t.translation.to_string()).unwrap_or_default());
         row("  page faults", &|_, st| st.time.map(|t| t.faults.to_string()).unwrap_or_default());
+        if stats.iter().any(|st| st.time.is_some_and(|t| t.kernel > 0)) {
+            row("  kernel", &|_, st| st.time.map(|t| t.kernel.to_string()).unwrap_or_default());
+        }
         row("  translation share", &|_, st| {
             st.time.map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()
         });

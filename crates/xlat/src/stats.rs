@@ -88,6 +88,34 @@ impl Cycles {
     }
 }
 
+/// What the kernel did and what `[os]`'s per-event costs make of it: `cycles` is
+/// Σ count × cost over system calls, context switches, minor and major faults, flushes and IPC
+/// messages ([`crate::cost::kernel`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KernelStats {
+    /// System calls.
+    pub syscalls: u64,
+    /// Context switches.
+    pub switches: u64,
+    /// Page faults (minor and major).
+    pub faults: u64,
+    /// Faults that read nothing in.
+    pub minor_faults: u64,
+    /// Faults that read a file page in.
+    pub major_faults: u64,
+    /// Full TLB flushes: flush-on-switch flushes and RID purges.
+    pub flushes: u64,
+    /// IPC messages.
+    pub ipcs: u64,
+    /// TLB lookups of the kernel's per-event footprint (`os.kernel_text_bytes`,
+    /// `os.kernel_data_bytes`): one per page per event.
+    pub tlb_lookups: u64,
+    /// Those lookups that missed in every level (the entry filled from the wired mapping).
+    pub tlb_misses: u64,
+    /// Kernel cycles: Σ count × cost.
+    pub cycles: u64,
+}
+
 /// Event counters of one simulated system.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct EventStats {
@@ -124,14 +152,20 @@ pub struct SystemStats {
     pub ifetch_lookups: u64,
     /// Per TLB structure, in the system's structure order.
     pub tlb: Vec<TlbStats>,
-    /// Demand-paging faults.
+    /// Demand-paging faults (minor and major).
     pub page_faults: u64,
+    /// The faults among `page_faults` that read a file page in (major faults); the others are
+    /// minor. The page cache's misses (`page_cache_misses`): the faults that read an object page in.
+    pub major_faults: u64,
     /// Walks.
     pub walks: WalkStats,
     /// Cycles.
     pub cycles: Cycles,
     /// Events.
     pub events: EventStats,
+    /// The kernel's events and the cycles `[os]`'s per-event costs make of them
+    /// ([`crate::cost::kernel`]).
+    pub kernel: KernelStats,
     /// The OS model's counters (reservations, promotions, demotions, ...).
     pub os: crate::os::OsStats,
     /// Per cache level, in config order (empty without `[[cache]]`).
@@ -245,7 +279,8 @@ impl SystemStats {
     }
 }
 
-/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the five parts.
+/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the seven parts
+/// (base, icache, dcache, translation, faults, remap, kernel).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TimeStats {
     /// Instructions: the trace's instruction fetches.
@@ -265,6 +300,8 @@ pub struct TimeStats {
     pub faults: u64,
     /// The OS making and tearing down shadow superpages (flushes, copies, per-page work).
     pub remap: u64,
+    /// Kernel time: the cycles of `[os]`'s per-event costs (`kernel.cycles`).
+    pub kernel: u64,
 }
 
 impl TimeStats {

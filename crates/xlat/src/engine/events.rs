@@ -6,10 +6,13 @@
 use super::error::DesignError;
 use super::front::GLOBAL_SPACE;
 use super::machine::Machine;
-use crate::addr::{Asid, Vpn};
+use crate::addr::{Asid, Pfn, Vpn};
 use crate::cache::Route;
 use crate::os::shadow::{MemOp, ShadowPolicy};
 use crate::os::{Os, OutOfMemory, PtOp};
+use crate::pt::Pte;
+use crate::tlb::GLOBAL;
+use crate::trace::Kind;
 use crate::trace::Record;
 
 impl Machine {
@@ -22,6 +25,9 @@ impl Machine {
             Record::ContextSwitch { asid } => {
                 e.context_switches += 1;
                 self.switch_to(asid)?;
+                if self.kernel.is_some() {
+                    self.kernel_footprint();
+                }
             }
             Record::Map { start, len, flags } => {
                 e.maps += 1;
@@ -57,9 +63,17 @@ impl Machine {
                     l.object(id, offset);
                 }
             }
-            Record::Ipc { .. } => e.ipcs += 1,
+            Record::Ipc { .. } => {
+                e.ipcs += 1;
+                if self.kernel.is_some() {
+                    self.kernel_footprint();
+                }
+            }
             Record::Syscall { nr, buf, len, .. } => {
                 e.syscalls += 1;
+                if self.kernel.is_some() {
+                    self.kernel_footprint();
+                }
                 if nr == crate::trace::sysno::MADVISE && len > 0 && self.os.shadow_policy() == ShadowPolicy::Markers {
                     let asid = self.front.asid;
                     self.shadow_change(|os, ops, sd| os.shadow_region(asid, buf, buf.saturating_add(len), ops, sd))?;
@@ -69,6 +83,58 @@ impl Machine {
             Record::Thread { .. } => e.threads += 1,
         }
         Ok(())
+    }
+
+    /// The kernel's footprint for one event (a system call, context switch, IPC or page fault):
+    /// its text pages fetched and its data pages loaded through the TLBs, as global entries of
+    /// a wired mapping (a miss in every level fills them without a walk: the event's cycles in
+    /// `[os]` pay for it), and in a timed design every line of them through the caches. Nothing
+    /// is allocated.
+    #[inline(never)]
+    pub(crate) fn kernel_footprint(&mut self) {
+        let Some(k) = self.kernel else {
+            return;
+        };
+        self.kernel_touch(&k, crate::os::KERNEL_BASE, k.text_bytes, Kind::Ifetch);
+        self.kernel_touch(&k, crate::os::KernelFootprint::DATA, k.data_bytes, Kind::Load);
+    }
+
+    /// References of kind `kind` to kernel bytes `[start, start + bytes)`: one TLB lookup per
+    /// page, one cache reference per line (timed designs).
+    fn kernel_touch(&mut self, k: &crate::os::KernelFootprint, start: u64, bytes: u64, kind: Kind) {
+        if bytes == 0 {
+            return;
+        }
+        let shift = self.page_size.shift();
+        let (first, last) = (start >> shift, (start + bytes - 1) >> shift);
+        let base = crate::os::KERNEL_BASE >> shift;
+        let path = self.tlbs.path(kind.is_data());
+        for vpn in first..=last {
+            let pfn = k.first_frame + (vpn - base);
+            let pte = Pte::base(Pfn(pfn), self.page_size);
+            self.stats.kernel.tlb_lookups += 1;
+            let mut hit = false;
+            for (i, &t) in path.levels().iter().enumerate() {
+                let t = t as usize;
+                self.stats.tlb_access(t);
+                if self.tlbs.structures[t].tlb.lookup(Asid(GLOBAL), Vpn(vpn)).is_some() {
+                    self.tlbs.fill(&path.levels()[..i], GLOBAL, Vpn(vpn), pte, &mut self.stats);
+                    hit = true;
+                    break;
+                }
+                self.stats.tlb_misses(t, 1);
+            }
+            if !hit {
+                self.stats.kernel.tlb_misses += 1;
+                self.tlbs.fill(path.levels(), GLOBAL, Vpn(vpn), pte, &mut self.stats);
+            }
+            if let Some(t) = self.mem.timed_mut() {
+                let lo = (vpn << shift).max(start);
+                let hi = ((vpn << shift) + (self.page_size.bytes() - 1)).min(start + bytes - 1);
+                let pa = (pfn << shift) + (lo - (vpn << shift));
+                t.cache_refs(kind, lo, hi, pa, GLOBAL, &mut self.stats);
+            }
+        }
     }
 
     /// A map of the running process: the image's text names its program (shared text), the

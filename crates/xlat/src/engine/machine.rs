@@ -37,6 +37,8 @@ pub(crate) struct Machine {
     /// `[shadow]`: what making shadow superpages costs the memory side.
     pub(crate) shadow: ShadowConfig,
     pub(crate) stats: SystemStats,
+    /// The kernel's per-event footprint (`os.kernel_text_bytes`, `os.kernel_data_bytes`).
+    pub(crate) kernel: Option<crate::os::KernelFootprint>,
     /// Lookups by kind [instruction fetches, data], kept apart from `stats` so the plain loop
     /// can count them in registers; [`super::System::stats`] adds them up.
     pub(crate) lookups: [u64; 2],
@@ -113,6 +115,7 @@ impl Machine {
             os,
             shadow: config.shadow.clone(),
             stats,
+            kernel: crate::os::KernelFootprint::new(&config.os, design.frames),
             lookups: [0; 2],
             ops: Vec::new(),
             shootdown: Vec::new(),
@@ -253,6 +256,9 @@ impl Machine {
         self.stats.walks.fault_lines += self.walk.rec.cache_lines - lines_before;
         self.fault(asid, vpn)?;
         self.stats.page_fault();
+        if self.kernel.is_some() {
+            self.kernel_footprint();
+        }
         Ok(self.walk.pt.get(asid, vpn).expect("the OS maps a faulting page"))
     }
 

@@ -42,6 +42,7 @@ impl System {
             && m.walk.vhpt.is_none()
             && m.walk.stlb.is_none()
             && m.front.global.is_empty()
+            && m.kernel.is_none()
             && m.tlbs.prefetch == [0, 0]
             && self.config().os.shadow_superpages == ShadowPolicy::None
             && !matches!(self.config().page_table.kind, PtKind::Linear | PtKind::VhptShort | PtKind::VhptLong)

@@ -89,7 +89,8 @@ pub struct OsConfig {
     /// Map a reserved block that is not a superpage by one partial-subblock PTE (default false);
     /// needs `reservation`.
     pub partial_subblock: bool,
-    /// The kernel modelled: `linux` (its references are not simulated) or `mach3` (bala94:
+    /// The kernel modelled: `linux` (its references are only the footprint of
+    /// `kernel_text_bytes` and `kernel_data_bytes`) or `mach3` (bala94:
     /// kernel structures and page tables in mapped memory, IPC and system-call paths).
     pub personality: mach3::Personality,
     /// Shadow superpages (swanson98 §2.3): `none`, `heap`, `all` or `markers` (default `none`);
@@ -98,6 +99,58 @@ pub struct OsConfig {
     /// A page cache: every mapping of one object page shares its frame, private writable
     /// mappings and forks copy on write (default true; see `os/pcache.rs`).
     pub page_cache: bool,
+    /// Kernel cycles per system call (default 0): `kernel.cycles` and a timed design's
+    /// `time.breakdown.kernel` (docs/configuration.md, "Kernel time").
+    pub syscall_cycles: u64,
+    /// Kernel cycles per context switch (default 0).
+    pub switch_cycles: u64,
+    /// Kernel cycles per minor page fault: a fault that reads nothing in (default 0).
+    pub minor_fault_cycles: u64,
+    /// Kernel cycles per major page fault: a fault that reads a file page in (default 0).
+    pub major_fault_cycles: u64,
+    /// Kernel cycles per full TLB flush: flush-on-switch flushes and RID purges (default 0).
+    pub flush_cycles: u64,
+    /// Kernel cycles per IPC message (default 0).
+    pub ipc_cycles: u64,
+    /// Bytes of kernel text fetched per kernel event (system call, switch, fault, flush, IPC),
+    /// through the TLBs and caches at [`KERNEL_BASE`] (default 0: none).
+    pub kernel_text_bytes: u64,
+    /// Bytes of kernel data loaded per kernel event, after the text (default 0: none).
+    pub kernel_data_bytes: u64,
+}
+
+/// Where the kernel references of `os.kernel_text_bytes` and `os.kernel_data_bytes` lie: a
+/// global range of the address space, the text at its start and the data
+/// [`crate::limits::MAX_KERNEL_FOOTPRINT`] bytes above it, each page mapped to a fixed frame
+/// above the user frames (`os.memory_bytes`).
+pub const KERNEL_BASE: u64 = 0xFFFF_F000_0000_0000;
+
+/// The kernel's per-event footprint (`os.kernel_text_bytes`, `os.kernel_data_bytes`): what a
+/// system call, context switch, IPC or page fault fetches and loads of the kernel, in pages
+/// of a global, wired mapping. `None` for a design without one (it pays nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelFootprint {
+    /// Bytes of text fetched from [`KERNEL_BASE`].
+    pub text_bytes: u64,
+    /// Bytes of data loaded from [`KERNEL_BASE`] + 1 MiB.
+    pub data_bytes: u64,
+    /// The frame of [`KERNEL_BASE`]'s page: the first frame above the user frames.
+    pub first_frame: u64,
+}
+
+impl KernelFootprint {
+    /// The footprint of a validated `[os]` section with `frames` user frames; `None` if it has
+    /// none.
+    pub fn new(os: &OsConfig, frames: u64) -> Option<KernelFootprint> {
+        (os.kernel_text_bytes + os.kernel_data_bytes > 0).then_some(KernelFootprint {
+            text_bytes: os.kernel_text_bytes,
+            data_bytes: os.kernel_data_bytes,
+            first_frame: frames,
+        })
+    }
+
+    /// The kernel's data, [`crate::limits::MAX_KERNEL_FOOTPRINT`] bytes above its text.
+    pub const DATA: u64 = KERNEL_BASE + crate::limits::MAX_KERNEL_FOOTPRINT;
 }
 
 impl OsConfig {
@@ -190,6 +243,14 @@ impl Default for OsConfig {
             personality: mach3::Personality::Linux,
             shadow_superpages: shadow::ShadowPolicy::None,
             page_cache: true,
+            syscall_cycles: 0,
+            switch_cycles: 0,
+            minor_fault_cycles: 0,
+            major_fault_cycles: 0,
+            flush_cycles: 0,
+            ipc_cycles: 0,
+            kernel_text_bytes: 0,
+            kernel_data_bytes: 0,
         }
     }
 }

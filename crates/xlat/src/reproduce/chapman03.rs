@@ -84,6 +84,8 @@ pub struct Run {
     pub cycles: u64,
     /// Translation cycles in it.
     pub translation: u64,
+    /// Kernel cycles in it (`[os]`'s costs per event).
+    pub kernel: u64,
     /// Misses of the level-2 data TLB.
     pub l2_dtlb_misses: u64,
     /// Long VHPT: probes, misses, collisions.
@@ -155,6 +157,7 @@ pub fn chapman03(plan: Plan, cache: &Path, progress: &mut dyn FnMut(&str)) -> Re
                 design: s.config().name.clone(),
                 cycles: time.cycles,
                 translation: time.translation,
+                kernel: time.kernel,
                 l2_dtlb_misses: l2d,
                 vhpt_lookups: v.lookups,
                 vhpt_misses: v.misses,

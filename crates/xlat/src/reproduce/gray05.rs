@@ -34,6 +34,8 @@ pub struct Run {
     pub cycles: u64,
     /// Translation cycles in it.
     pub translation: u64,
+    /// Kernel cycles in it (`[os]`'s costs per event).
+    pub kernel: u64,
     /// TLB refills (walks).
     pub walks: u64,
     /// Cycles of refills: translation less the level-2 TLB lookups.
@@ -88,6 +90,7 @@ pub fn gray05(inputs: &[WorkloadInput], opts: &Options, progress: &mut dyn FnMut
                 design: s.config().name.clone(),
                 cycles: time.cycles,
                 translation: time.translation,
+                kernel: time.kernel,
                 walks: st.walks.count,
                 refill_cycles: time.translation.saturating_sub(lookups),
                 vhpt_misses: v.misses,

@@ -416,6 +416,11 @@ fn config_sections_hold_their_bounds() {
             let more = if text.contains("[cost.cache]") { stlb.to_string() } else { format!("{stlb}{pt_cache}") };
             inputs.push((format!("{name}+stlb"), toml::from_str(&format!("{text}\n{more}")).unwrap()));
         }
+        // A timed preset without [os] also tries the kernel's footprint and costs.
+        if *name == "x86-64" {
+            let kernel = "[os]\nkernel_text_bytes = 8192\nkernel_data_bytes = 4096\nsyscall_cycles = 100\nswitch_cycles = 1000\n";
+            inputs.push((format!("{name}+kernel"), toml::from_str(&format!("{text}\n{kernel}")).unwrap()));
+        }
     }
     let mut records = Vec::new();
     for p in 0..3u32 {
@@ -489,7 +494,8 @@ fn check_totals(s: &xlat::stats::SystemStats) {
         assert!(c.total() >= part, "cycles.total {} below a part {part}", c.total());
     }
     if let Some(t) = &s.time {
-        for part in [t.base, t.icache, t.dcache, t.translation, t.faults, t.remap] {
+        assert_eq!(t.kernel, s.kernel.cycles, "time.breakdown.kernel is kernel.cycles");
+        for part in [t.base, t.icache, t.dcache, t.translation, t.faults, t.remap, t.kernel] {
             assert!(t.cycles >= part, "time.cycles {} below a part {part}", t.cycles);
         }
         assert!(t.translation_share() <= 1.0, "translation_share {}", t.translation_share());

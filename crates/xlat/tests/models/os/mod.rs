@@ -1,6 +1,7 @@
 //! OS models: demand paging and superpages, the page cache and copy on write, the Mach 3.0
-//! personality, shadow superpages.
+//! personality, shadow superpages, kernel time and the kernel's footprint.
 
+mod kernel;
 mod mach3;
 mod paging;
 mod pcache;
