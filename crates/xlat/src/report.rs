@@ -198,6 +198,8 @@ pub fn design_json(s: &System) -> Value {
             "kernel_misses": m.kernel_misses(),
             "miss_cycles": m.miss_cycles,
             "user_miss_cycles": m.user_cycles,
+            "stlb_overhead_cycles": m.stlb_overhead_cycles,
+            "pte_writes": m.pte_writes,
         });
         doc["misses_by_type"] = json!({
             "l1u": m.l1u,
