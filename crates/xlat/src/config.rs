@@ -584,7 +584,7 @@ impl Config {
                 ));
             }
         }
-        if self.layout.kind == crate::os::layout::LayoutKind::Compact32
+        if self.layout.kind.is_32bit()
             && self.page_table.va_bits < 64
             && (1u64 << self.page_table.va_bits) < self.layout.size
         {
@@ -749,14 +749,14 @@ impl Config {
             return bad("it needs one unified [[tlb]] (the R3000's, with `reserved` entries for L2 PTEs)");
         }
         let kuseg = match self.layout.kind {
-            LayoutKind::Compact32 => self.layout.size <= crate::os::mach3::KUSEG_TOP,
+            LayoutKind::Compact32 | LayoutKind::Sparse32 => self.layout.size <= crate::os::mach3::KUSEG_TOP,
             // Traces with 32-bit user addresses already (an address at or above 2 GB stops the
             // design when it is referenced).
             LayoutKind::Identity => true,
             LayoutKind::ItaniumLinux => false,
         };
         if !kuseg {
-            return bad("it needs a 32-bit user space: [layout] kind = \"compact32\" with size <= 2 GB (kuseg), or \"identity\" for traces of 32-bit addresses");
+            return bad("it needs a 32-bit user space: [layout] kind = \"sparse32\" or \"compact32\" with size <= 2 GB (kuseg), or \"identity\" for traces of 32-bit addresses");
         }
         if self.itanium.is_some() || self.page_table.kind != crate::pt::Kind::Linear {
             return bad("it needs page_table.kind = \"linear\" and no [itanium]");

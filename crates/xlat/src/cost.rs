@@ -272,7 +272,7 @@ pub fn cycles(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::Cy
         (false, _, None) => times(w.memory_refs, cost.memory_cycles),
     };
     let refill = match p.refill {
-        RefillCost::Handlers => s.mach.map_or(0, |m| sum([m.miss_cycles, m.ptlb_cycles])),
+        RefillCost::Handlers => s.mach.map_or(0, |m| sum([m.miss_cycles, m.ptlb_cycles, m.stlb_overhead_cycles])),
         RefillCost::VhptWalker => {
             let traps = s.vhpt.map_or(0, |v| v.misses);
             sum([times(w.count, cost.walker_cycles), times(traps, cost.trap_cycles)])

@@ -503,7 +503,11 @@ impl System {
         if self.m.walk.pt.get(asid, vpn).is_some() {
             return Ok(());
         }
-        self.m.fault(asid, vpn)
+        self.m.fault(asid, vpn)?;
+        if let Personality::Mach3(k) = &mut self.personality {
+            k.absorb_ops(&mut self.m)?;
+        }
+        Ok(())
     }
 
     /// One event: the machine's work (`engine/events.rs`), then the personality's.

@@ -201,6 +201,8 @@ pub fn design_json(s: &System) -> Value {
             "kernel_misses": m.kernel_misses(),
             "miss_cycles": m.miss_cycles,
             "user_miss_cycles": m.user_cycles,
+            "stlb_overhead_cycles": m.stlb_overhead_cycles,
+            "pte_writes": m.pte_writes,
         });
         if let (Some(k), Some(fields)) = (doc["kernel"].as_object_mut(), mach.as_object()) {
             k.extend(fields.iter().map(|(key, v)| (key.clone(), v.clone())));

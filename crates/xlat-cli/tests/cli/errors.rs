@@ -496,8 +496,8 @@ fn duplicate_design_names_fail_cleanly() {
 #[test]
 fn a_32_bit_design_on_a_64_bit_trace_names_va_bits() {
     let sc = Scratch::new();
-    // A 32-bit design without a layout that packs the trace (layout.kind = "compact32", as the
-    // mips-r3000 preset has) cannot run a 64-bit trace.
+    // A 32-bit design without a layout that fits the trace in (layout.kind = "compact32", or
+    // "sparse32" as the mips-r3000 preset has) cannot run a 64-bit trace.
     let narrow = sc.file("narrow.toml", MINIMAL.replace("kind = \"radix\"", "kind = \"radix\"\nva_bits = 32"));
     let out = sc.run_with(&["-c", s(&narrow)], &demo_xtr(), &[]);
     let err = sc.check(&out, "va_bits = 32");

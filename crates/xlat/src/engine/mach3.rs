@@ -9,13 +9,15 @@ use super::design::{Design, Path};
 use super::error::DesignError;
 use super::machine::Machine;
 use crate::addr::{Asid, Vpn};
-use crate::os::mach3::{CostModel, Mach3, Mach3Stats, MissType, Object, KSEG2};
+use crate::os::mach3::{CostModel, Mach3, Mach3Stats, MissType, Object, KSEG2, KUSEG_TOP};
+use crate::os::PtOp;
 use crate::tlb::{TlbData, GLOBAL};
 use crate::trace::{fd_kind, Kind, Record};
 
 const PAGE_SHIFT: u32 = 12;
-/// PTLB roles: kernel pages of the IPC structures (L1K), user page-table pages of the message
-/// buffers, code and data (L2), and kernel page-table pages of the buffers' L2 PTEs (L3).
+/// PTLB roles (bala94 §3.1): kernel pages of the IPC structures (L1K), user page-table pages
+/// of the message buffers and of the receiver's code and stack (L2; not its data segment,
+/// which §3.1 leaves out), and kernel page-table pages of the buffers' L2 PTEs (L3).
 const ROLE_L1K: [Object; 6] = [Object::Port, Object::Space, Object::Kmsg, Object::Thread, Object::Kstack, Object::Task];
 const ROLES: u32 = 12;
 
@@ -28,6 +30,8 @@ pub(crate) struct Kernel {
     in_kernel: bool,
     /// `[ptlb]`: cycles of a prefetch and of finding the entry already present.
     ptlb_cycles: Option<(u64, u64)>,
+    /// `[stlb]` is configured: the STLB's code taxes the traps it does not serve (§4.1).
+    stlb: bool,
 }
 
 impl Kernel {
@@ -42,6 +46,7 @@ impl Kernel {
             mach,
             in_kernel: false,
             ptlb_cycles: config.ptlb.as_ref().map(|p| (p.prefetch_cycles, p.present_cycles)),
+            stlb: config.stlb.is_some(),
         }
     }
 
@@ -83,9 +88,7 @@ impl Kernel {
         let slot = self.mach_slot(x, asid.0)?;
         let is_data = x.tlbs.is_data_path(path);
         let m = self.mach();
-        if is_data {
-            m.data_vpn[slot as usize] = vpn.0;
-        } else {
+        if !is_data {
             m.code_vpn[slot as usize] = vpn.0;
         }
         m.count(MissType::L1u, 0);
@@ -93,7 +96,10 @@ impl Kernel {
         let mut user = c + self.handler_fetch(x, false, i);
         let pte_va = Mach3::upt_va(slot, vpn.0);
         let before = self.mach().stats.kernel_misses();
-        self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, 1, false);
+        // A page of the user page table not allocated yet has no valid L2 PTE: the L2 miss's
+        // handler finds none, and the page fault that follows allocates it.
+        let absent = !self.mach().upt_present(slot, vpn.0);
+        self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, 1, false, absent);
         self.count_mach_walk(x, before);
         let pa = self.mach().kpa(pte_va);
         user += self.handler_load(x, pa);
@@ -103,13 +109,24 @@ impl Kernel {
         let pte = match x.walk.pt.get(asid, vpn) {
             Some(pte) => pte,
             None => {
+                let stlb = self.stlb;
                 let m = self.mach();
                 m.stats.invalid += 1;
                 let c = m.generic_cycles(MissType::Invalid);
                 m.stats.miss_cycles = m.stats.miss_cycles.saturating_add(c);
                 m.stats.user_cycles = m.stats.user_cycles.saturating_add(c);
+                if stlb {
+                    // A trap through the generic handler that the STLB's code does not serve.
+                    let t = m.cfg.stlb_trap_cycles;
+                    m.stats.stlb_overhead_cycles = m.stats.stlb_overhead_cycles.saturating_add(t);
+                }
                 x.stats.page_fault();
                 x.fault(asid, vpn)?;
+                // The VM system writes the PTEs the fault made, in the kernel.
+                let was = std::mem::replace(&mut self.in_kernel, true);
+                let r = self.pte_writes(x);
+                self.in_kernel = was;
+                r?;
                 x.walk.pt.get(asid, vpn).expect("the fault mapped it")
             }
         };
@@ -126,8 +143,10 @@ impl Kernel {
     /// Makes sure the TLB translates kernel page `kvpn`: a lookup in the partition its entry
     /// type lives in and, on a miss, the generic trap handler (the STLB first, if any; then the
     /// page-table entry one level up, which may miss in turn). `depth` is the cascade depth of
-    /// a miss here; `nested` says the generic handler is already servicing a kernel miss.
-    fn mach_kernel_tr(&mut self, x: &mut Machine, kvpn: u64, depth: u32, nested: bool) {
+    /// a miss here; `nested` says the generic handler is already servicing a kernel miss;
+    /// `absent`: the page's PTE is not valid (a user page-table page not allocated yet), so
+    /// the handler loads it and enters nothing.
+    fn mach_kernel_tr(&mut self, x: &mut Machine, kvpn: u64, depth: u32, nested: bool, absent: bool) {
         let t = Mach3::kernel_type(kvpn);
         let s = if t == MissType::L2 { x.tlbs.pt_tlb } else { x.tlbs.dpath.levels[0] as usize };
         x.stats.tlb_access(s);
@@ -169,7 +188,7 @@ impl Kernel {
             let c = c + self.handler_fetch(x, true, i) + self.stlb_probe(x, probe);
             let ms = &mut self.mach().stats;
             ms.miss_cycles = ms.miss_cycles.saturating_add(c);
-            if hit {
+            if hit && !absent {
                 self.mach_insert(x, s, kvpn);
                 if walk {
                     self.count_mach_walk(x, before);
@@ -186,13 +205,15 @@ impl Kernel {
             self.mach().root_pa(kvpn)
         } else {
             let pte_va = Mach3::kpt_va(kvpn);
-            self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, depth + 1, true);
+            self.mach_kernel_tr(x, pte_va >> PAGE_SHIFT, depth + 1, true, false);
             self.mach().kpa(pte_va)
         };
         let c = self.handler_load(x, pa);
         let ms = &mut self.mach().stats;
         ms.miss_cycles = ms.miss_cycles.saturating_add(c);
-        self.mach_insert(x, s, kvpn);
+        if !absent {
+            self.mach_insert(x, s, kvpn);
+        }
         if walk {
             self.count_mach_walk(x, before);
         }
@@ -290,11 +311,84 @@ impl Kernel {
     /// One reference of the kernel to its own data at `kva` (kseg2).
     fn kref(&mut self, x: &mut Machine, kind: Kind, kva: u64) {
         self.mach().stats.references += 1;
-        self.mach_kernel_tr(x, kva >> PAGE_SHIFT, 0, false);
+        self.kernel_data(x, kind, kva);
+    }
+
+    /// A kernel reference at `kva` (kseg2) through the TLB and the caches, uncounted.
+    fn kernel_data(&mut self, x: &mut Machine, kind: Kind, kva: u64) {
+        self.mach_kernel_tr(x, kva >> PAGE_SHIFT, 0, false, false);
         if x.mem.timed().is_some() {
             let pa = self.mach().kpa(kva);
             x.line_refs(kind, kva, pa);
         }
+    }
+
+    /// The kernel stores the PTEs of the page-table operations applied since it last looked
+    /// (`Machine::op_log`): each L1U PTE in its task's user page table, which may take an L2
+    /// miss in the kernel; a page of the user page table not allocated before is allocated
+    /// first, storing its L2 PTE in the kernel page table (which may take an L3 miss outside
+    /// any handler). The caller sets `in_kernel`.
+    fn pte_writes(&mut self, x: &mut Machine) -> Result<(), DesignError> {
+        let Some(mut log) = x.op_log.take() else {
+            return Ok(());
+        };
+        let mut r = Ok(());
+        for op in &log {
+            let (asid, vpn) = match *op {
+                PtOp::Map(a, v, _) | PtOp::Unmap(a, v) => (a, v.0),
+            };
+            if vpn >= KUSEG_TOP >> PAGE_SHIFT {
+                continue;
+            }
+            let slot = match self.mach_slot(x, asid.0) {
+                Ok(s) => s,
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            };
+            let pte_va = Mach3::upt_va(slot, vpn);
+            if matches!(op, PtOp::Map(..)) && self.mach().upt_allocate(slot, vpn) {
+                self.pte_write(x, Mach3::kpt_va(pte_va >> PAGE_SHIFT));
+            }
+            self.pte_write(x, pte_va);
+        }
+        log.clear();
+        x.op_log = Some(log);
+        r
+    }
+
+    /// The kernel stores a PTE at `kva`.
+    fn pte_write(&mut self, x: &mut Machine, kva: u64) {
+        self.mach().stats.pte_writes += 1;
+        self.kernel_data(x, Kind::Store, kva);
+    }
+
+    /// Takes the page-table operations of pages mapped without any accounting (address-space
+    /// snapshots): their user page-table pages are allocated, with no reference.
+    pub(super) fn absorb_ops(&mut self, x: &mut Machine) -> Result<(), DesignError> {
+        let Some(mut log) = x.op_log.take() else {
+            return Ok(());
+        };
+        let mut r = Ok(());
+        for op in &log {
+            if let PtOp::Map(a, v, _) = *op {
+                if v.0 < KUSEG_TOP >> PAGE_SHIFT {
+                    match self.mach_slot(x, a.0) {
+                        Ok(slot) => {
+                            self.mach().upt_allocate(slot, v.0);
+                        }
+                        Err(e) => {
+                            r = Err(e);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        log.clear();
+        x.op_log = Some(log);
+        r
     }
 
     /// The kernel touches `bytes` of object `o` of the task in `slot`.
@@ -386,6 +480,14 @@ impl Kernel {
 
     /// The events the personality acts on; the engine handles the rest as usual.
     pub(super) fn event(&mut self, x: &mut Machine, r: &Record) -> Result<(), DesignError> {
+        // The PTEs the event's page-table operations changed (an unmap, a fork's copies, an
+        // exit's teardown), written by the kernel.
+        if x.op_log.as_ref().is_some_and(|l| !l.is_empty()) {
+            self.in_kernel = true;
+            let r = self.pte_writes(x);
+            self.in_kernel = false;
+            r?;
+        }
         match *r {
             Record::Syscall { fd, buf, len, .. } => self.mach_syscall(x, fd, buf, len),
             Record::Ipc { to } => self.mach_ipc(x, to),
@@ -399,10 +501,42 @@ impl Kernel {
                 Ok(())
             }
             Record::Exit { asid } => {
-                self.mach().exit(asid);
+                self.task_exit(x, asid);
                 Ok(())
             }
             _ => Ok(()),
+        }
+    }
+
+    /// Task `asid` exits: the kernel frees its user page-table pages (storing their L2 PTEs
+    /// in the kernel page table) and flushes their entries from the TLB and the STLB.
+    fn task_exit(&mut self, x: &mut Machine, asid: u32) {
+        if let Some(slot) = self.mach.slot_of(asid) {
+            let pages = self.mach.upt_allocated(slot);
+            self.in_kernel = true;
+            for &p in &pages {
+                self.pte_write(x, Mach3::kpt_va(p));
+            }
+            self.in_kernel = false;
+            let base =
+                (crate::os::mach3::UPT_BASE >> PAGE_SHIFT) + slot as u64 * (crate::os::mach3::UPT_BYTES >> PAGE_SHIFT);
+            let last = base + (crate::os::mach3::UPT_BYTES >> PAGE_SHIFT) - 1;
+            x.tlbs.invalidate_range(Asid(GLOBAL), Vpn(base), Vpn(last), &mut x.stats);
+            if let Some(stlb) = x.walk.stlb.as_deref_mut() {
+                stlb.invalidate_range(Asid(GLOBAL), Vpn(base), Vpn(last));
+            }
+            let m = self.mach();
+            m.prefetched.retain(|&v| v < base || v > last);
+        }
+        self.mach().exit(asid);
+    }
+
+    /// The STLB's code on a system call or IPC trap (§4.1).
+    fn stlb_syscall_tax(&mut self) {
+        if self.stlb {
+            let m = self.mach();
+            let t = m.cfg.stlb_syscall_cycles;
+            m.stats.stlb_overhead_cycles = m.stats.stlb_overhead_cycles.saturating_add(t);
         }
     }
 
@@ -412,6 +546,7 @@ impl Kernel {
     fn mach_syscall(&mut self, x: &mut Machine, fd: u8, buf: u64, len: u64) -> Result<(), DesignError> {
         let slot = self.mach_slot(x, x.front.asid.0)?;
         self.mach().stats.syscalls += 1;
+        self.stlb_syscall_tax();
         self.in_kernel = true;
         self.trap_frame(x, Kind::Store, slot);
         self.touch(x, Kind::Load, Object::Thread, slot);
@@ -454,6 +589,7 @@ impl Kernel {
         let ts = self.mach_slot(x, to)?;
         let pair = Mach3::pair(fs, ts);
         self.mach().stats.ipc += 1;
+        self.stlb_syscall_tax();
         if self.mach().ptlb.is_some() {
             self.ptlb_prefetch(x, pair);
         }
@@ -483,13 +619,16 @@ impl Kernel {
         x.front.tags = tags;
         self.in_kernel = false;
         if self.mach().ptlb.is_some() {
-            self.ptlb_record(x, pair, fs, ts, sbuf, rbuf);
+            // The receiver's stack: the kernel knows its stack pointer from its trap frame;
+            // here, where its layout placed the stack.
+            let stack = x.front.layout.as_deref().and_then(|l| l.stack_addr(to));
+            self.ptlb_record(x, pair, fs, ts, sbuf, rbuf, stack);
         }
         r
     }
 
     /// The kernel pages of each PTLB role of an IPC from slot `fs` to slot `ts`.
-    fn ptlb_roles(&self, fs: u32, ts: u32, sbuf: u64, rbuf: u64) -> [Option<u64>; ROLES as usize] {
+    fn ptlb_roles(&self, fs: u32, ts: u32, sbuf: u64, rbuf: u64, stack: Option<u64>) -> [Option<u64>; ROLES as usize] {
         let m = &self.mach;
         let mut v = [None; ROLES as usize];
         for (i, o) in ROLE_L1K.iter().enumerate() {
@@ -501,7 +640,7 @@ impl Kernel {
         v[6] = user(sbuf).map(|b| upt(fs, b));
         v[7] = user(rbuf).map(|b| upt(ts, b));
         v[8] = user(m.code_vpn[ts as usize]).map(|p| upt(ts, p << PAGE_SHIFT));
-        v[9] = user(m.data_vpn[ts as usize]).map(|p| upt(ts, p << PAGE_SHIFT));
+        v[9] = stack.map(|a| upt(ts, a));
         if m.ptlb_l3 {
             v[10] = v[6].map(|p| Mach3::kpt_va(p) >> PAGE_SHIFT);
             v[11] = v[7].map(|p| Mach3::kpt_va(p) >> PAGE_SHIFT);
@@ -535,8 +674,9 @@ impl Kernel {
     }
 
     /// Records in the PTLB the entries of `pair`'s roles that the TLB holds after the IPC path.
-    fn ptlb_record(&mut self, x: &mut Machine, pair: u64, fs: u32, ts: u32, sbuf: u64, rbuf: u64) {
-        let roles = self.ptlb_roles(fs, ts, sbuf, rbuf);
+    #[allow(clippy::too_many_arguments)]
+    fn ptlb_record(&mut self, x: &mut Machine, pair: u64, fs: u32, ts: u32, sbuf: u64, rbuf: u64, stack: Option<u64>) {
+        let roles = self.ptlb_roles(fs, ts, sbuf, rbuf, stack);
         for (role, kvpn) in roles.iter().enumerate() {
             let Some(kvpn) = *kvpn else { continue };
             let s =

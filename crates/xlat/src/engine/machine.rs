@@ -48,6 +48,9 @@ pub(crate) struct Machine {
     pub(crate) shootdown: Vec<(Asid, Vpn, Vpn)>,
     pub(crate) mem_ops: Vec<MemOp>,
     pub(crate) unmapped: Vec<(u64, u64)>,
+    /// The page-table operations applied since the OS personality last took them, for a
+    /// personality whose kernel writes the PTEs itself (Mach 3.0); `None` for the others.
+    pub(crate) op_log: Option<Vec<PtOp>>,
 }
 
 impl Machine {
@@ -121,6 +124,7 @@ impl Machine {
             shootdown: Vec::new(),
             mem_ops: Vec::new(),
             unmapped: Vec::new(),
+            op_log: (config.os.personality == crate::os::mach3::Personality::Mach3).then(Vec::new),
         }
     }
 
@@ -311,6 +315,9 @@ impl Machine {
     pub(crate) fn apply(&mut self, ops: &[PtOp], shootdown: &[(Asid, Vpn, Vpn)]) {
         let front = &self.front;
         self.walk.apply(ops, |space| front.rid_of(space));
+        if let Some(log) = &mut self.op_log {
+            log.extend_from_slice(ops);
+        }
         for &(asid, first, last) in shootdown {
             let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
             self.tlbs.invalidate_range(tag, first, last, &mut self.stats);

@@ -18,11 +18,21 @@
 //! - `compact32`: packs each process's mappings first-fit into `size` bytes (default 2 GB),
 //!   keeping each address's offset modulo `align` (default 64 KB), so 32-bit machines run 64-bit
 //!   traces; a trace that needs more than that fails the design with a one-line error.
+//! - `sparse32`: a MIPS Unix's sparse 32-bit layout (bala94 §3; the MIPS memory layout of
+//!   Patterson & Hennessy's Appendix A, bala94's reference [19]): the program's text from
+//!   `text_base` (0x0040_0000), its data, bss and heap from `data_base` (0x1000_0000) growing
+//!   up, the stack ending at the top of the `size`-byte user space (2 GB) growing down, and the
+//!   mmap area (libraries, files, anonymous mmaps) below the stack's `stack_bytes`, growing
+//!   down. A mapping that continues one of its own area (heap growth, a stack growing down)
+//!   keeps that one's offset; others go first-fit in their area, keeping offsets modulo `align`.
 //!
 //! An address that no mapping covers (traces without map records, or memory the program had
 //! before its first traced system call) gets an implicit mapping: `itanium-linux` puts
 //! instruction fetches in region 2 and data in region 3; `compact32` places the aligned
-//! `chunk`-byte block around it (default 1 MB) like a mapping.
+//! `chunk`-byte block around it (default 1 MB) like a mapping; `sparse32` does too, in the text
+//! or data area when it lies within `chunk` above the program's text or data (the executable's
+//! data and bss), in the stack area when it holds the process's first data reference (the
+//! stack pointer at start), else in the mmap area (the dynamic loader).
 
 use crate::pt::ParamError;
 use crate::trace::map_flags;
@@ -40,6 +50,9 @@ pub enum LayoutKind {
     ItaniumLinux,
     /// Every process's mappings packed into a 32-bit space.
     Compact32,
+    /// A MIPS Unix's sparse 32-bit layout: text low, data and heap above it, the stack and the
+    /// mmap area at the top.
+    Sparse32,
 }
 
 impl LayoutKind {
@@ -49,7 +62,13 @@ impl LayoutKind {
             LayoutKind::Identity => "identity",
             LayoutKind::ItaniumLinux => "itanium-linux",
             LayoutKind::Compact32 => "compact32",
+            LayoutKind::Sparse32 => "sparse32",
         }
+    }
+
+    /// Whether the layout fits traces into a 32-bit user space of `layout.size` bytes.
+    pub fn is_32bit(self) -> bool {
+        matches!(self, LayoutKind::Compact32 | LayoutKind::Sparse32)
     }
 }
 
@@ -67,20 +86,38 @@ pub struct LayoutConfig {
     /// `compact32`: bytes of the implicit mapping around an address no mapping covers (power of
     /// two, at least `align`; default 1 MiB).
     pub chunk: u64,
-    /// `compact32`: lowest address used (default 64 KiB: page 0 stays unmapped).
+    /// `compact32`: lowest address used (default 64 KiB: page 0 stays unmapped). `sparse32`:
+    /// lowest address a mapping that finds no room in its own area may take.
     pub base: u64,
+    /// `sparse32`: where the program's text starts (default 0x0040_0000, the MIPS layout).
+    pub text_base: u64,
+    /// `sparse32`: where data, bss and heap start, growing up (default 0x1000_0000, the MIPS
+    /// layout); the text area lies below it.
+    pub data_base: u64,
+    /// `sparse32`: bytes kept for the stack at the top of the space (it ends at `size`); the
+    /// mmap area grows down from below them (default 8 MiB).
+    pub stack_bytes: u64,
 }
 
 impl Default for LayoutConfig {
     fn default() -> Self {
-        LayoutConfig { kind: LayoutKind::Identity, size: 2 << 30, align: 64 << 10, chunk: 1 << 20, base: 64 << 10 }
+        LayoutConfig {
+            kind: LayoutKind::Identity,
+            size: 2 << 30,
+            align: 64 << 10,
+            chunk: 1 << 20,
+            base: 64 << 10,
+            text_base: 0x0040_0000,
+            data_base: 0x1000_0000,
+            stack_bytes: 8 << 20,
+        }
     }
 }
 
 impl LayoutConfig {
     /// Checks the parameters; errors name the key.
     pub fn validate(&self) -> Result<(), ParamError> {
-        if self.kind != LayoutKind::Compact32 {
+        if !self.kind.is_32bit() {
             return Ok(());
         }
         if !self.align.is_power_of_two() || self.align < 4096 {
@@ -103,6 +140,39 @@ impl LayoutConfig {
         }
         if self.base % self.align != 0 {
             return Err(ParamError::new("layout.base", format!("{} is not a multiple of layout.align", self.base)));
+        }
+        if self.kind == LayoutKind::Sparse32 {
+            for (key, v) in [
+                ("layout.text_base", self.text_base),
+                ("layout.data_base", self.data_base),
+                ("layout.stack_bytes", self.stack_bytes),
+            ] {
+                if v % self.align != 0 {
+                    return Err(ParamError::new(key, format!("{v} is not a multiple of layout.align")));
+                }
+            }
+            if self.text_base < self.base || self.text_base >= self.data_base {
+                return Err(ParamError::new(
+                    "layout.text_base",
+                    format!(
+                        "{:#x} must be at least layout.base ({:#x}) and below layout.data_base ({:#x})",
+                        self.text_base, self.base, self.data_base
+                    ),
+                ));
+            }
+            if self.stack_bytes < self.align
+                || self.stack_bytes >= self.size
+                || self.data_base >= self.size - self.stack_bytes
+                || self.size - self.stack_bytes - self.data_base < self.chunk
+            {
+                return Err(ParamError::new(
+                    "layout.stack_bytes",
+                    format!(
+                        "{} leaves no {}-byte chunk between layout.data_base ({:#x}) and the stack below layout.size ({:#x})",
+                        self.stack_bytes, self.chunk, self.data_base, self.size
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -129,13 +199,15 @@ struct Range {
     /// Protection key of the range's pages: 0 = its region's own; shared-region objects have
     /// keys of their own ([`SHARED_KEY`] | object window).
     key: u32,
+    /// `sparse32`: the area it was placed in ([`Area`] as a number; 0 for other layouts).
+    area: u8,
 }
 
 /// Keys of shared-region objects have this bit (address-space numbers never do).
 pub const SHARED_KEY: u32 = 1 << 31;
 
 impl Range {
-    const EMPTY: Range = Range { start: 0, end: 0, delta: 0, key: 0 };
+    const EMPTY: Range = Range { start: 0, end: 0, delta: 0, key: 0, area: 0 };
 
     #[inline(always)]
     fn contains(&self, addr: u64) -> bool {
@@ -148,8 +220,25 @@ impl Range {
 struct Space {
     /// Placed ranges, sorted by `start`, disjoint.
     ranges: Vec<Range>,
-    /// `compact32`: laid-out ranges in use `[lo, hi)`, sorted.
-    used: Vec<(u64, u64)>,
+    /// `compact32`, `sparse32`: laid-out `align` units in use `[lo, hi)` and the delta of the
+    /// ranges placed there, sorted by `lo` (`sparse32` ranges of one delta may share units).
+    used: Vec<(u64, u64, u64)>,
+    /// `sparse32`: the program's text and data in trace addresses (`lo`, highest end).
+    program: Option<(u64, u64)>,
+    /// `sparse32`: a data reference was placed (the next implicit one is not the first).
+    data_seen: bool,
+    /// `sparse32`: laid-out address of the stack (its first reference, or the top of a
+    /// mapping marked as the stack).
+    stack: Option<u64>,
+}
+
+/// `sparse32` areas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Area {
+    Text = 1,
+    Data = 2,
+    Mmap = 3,
+    Stack = 4,
 }
 
 /// A mapping could not be placed.
@@ -267,6 +356,8 @@ impl Layout {
     fn place_slow(&mut self, is_data: bool, addr: u64) -> Result<u64, LayoutFull> {
         let k = is_data as usize;
         let b = &mut self.before[k];
+        let first_data = is_data && !self.cur.data_seen;
+        self.cur.data_seen |= is_data;
         let r = if let Some(j) = b.iter().position(|r| r.contains(addr)) {
             let r = b[j];
             b.copy_within(0..j, 1);
@@ -274,7 +365,7 @@ impl Layout {
         } else {
             let r = match self.find(addr) {
                 Some(i) => self.cur.ranges[i],
-                None => self.implicit(is_data, addr)?,
+                None => self.implicit(is_data, first_data, addr)?,
             };
             let b = &mut self.before[k];
             b.copy_within(0..BEFORE - 1, 1);
@@ -297,7 +388,7 @@ impl Layout {
     }
 
     /// An implicit mapping for an address no mapping covers.
-    fn implicit(&mut self, is_data: bool, addr: u64) -> Result<Range, LayoutFull> {
+    fn implicit(&mut self, is_data: bool, first_data: bool, addr: u64) -> Result<Range, LayoutFull> {
         self.stats.implicit += 1;
         match self.cfg.kind {
             LayoutKind::ItaniumLinux => {
@@ -307,7 +398,7 @@ impl Layout {
                 let i = self.cur.ranges.partition_point(|r| r.start <= addr);
                 let next = page.saturating_add(0x1000);
                 let end = self.cur.ranges.get(i).map_or(next, |r| r.start.min(next));
-                let r = Range { start: page, end, delta: vrn << 61, key: 0 };
+                let r = Range { start: page, end, delta: vrn << 61, key: 0, area: 0 };
                 Ok(self.insert_merged(i, r))
             }
             _ => {
@@ -322,7 +413,30 @@ impl Layout {
                 if let Some(n) = self.cur.ranges.get(i) {
                     end = end.min(n.start);
                 }
-                self.map_compact(start, end - start)
+                if self.cfg.kind != LayoutKind::Sparse32 {
+                    return self.map_compact(start, end - start);
+                }
+                let area = if self.near_program(addr) {
+                    if is_data {
+                        Area::Data
+                    } else {
+                        Area::Text
+                    }
+                } else if !is_data && self.cur.program.is_none() {
+                    // No text was announced: the first fetch is the program's.
+                    Area::Text
+                } else if first_data && self.cur.stack.is_none() {
+                    // A process's first data reference is to its stack (the loader's entry
+                    // reads its arguments there, or a call pushes its return address).
+                    Area::Stack
+                } else {
+                    Area::Mmap
+                };
+                let r = self.map_sparse(start, end - start, area)?;
+                if area == Area::Stack {
+                    self.cur.stack = Some(addr.wrapping_add(r.delta));
+                }
+                Ok(r)
             }
         }
     }
@@ -414,14 +528,124 @@ impl Layout {
                     };
                     (vrn << 61, 0)
                 };
-                self.insert(Range { start, end, delta, key });
+                self.insert(Range { start, end, delta, key, area: 0 });
                 self.placed = delta;
             }
             LayoutKind::Compact32 => {
                 self.placed = self.map_compact(start, len)?.delta;
             }
+            LayoutKind::Sparse32 => {
+                let area = self.area_of(start, flags);
+                let r = self.map_sparse(start, len, area)?;
+                self.placed = r.delta;
+                if area == Area::Stack {
+                    self.cur.stack = Some(r.end.wrapping_sub(1).wrapping_add(r.delta));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// `sparse32`: the area of a mapping by its flags (`map_flags`).
+    fn area_of(&self, start: u64, flags: u32) -> Area {
+        if flags & map_flags::STACK != 0 {
+            Area::Stack
+        } else if flags & map_flags::HEAP != 0 {
+            Area::Data
+        } else if flags & map_flags::IMAGE != 0 {
+            if flags & map_flags::EXEC != 0 && flags & map_flags::WRITE == 0 {
+                // The executable's text is the first image text; the dynamic loader's goes
+                // with the libraries.
+                if self.cur.program.is_none() {
+                    Area::Text
+                } else {
+                    Area::Mmap
+                }
+            } else if self.near_program(start) {
+                Area::Data
+            } else {
+                Area::Mmap
+            }
+        } else {
+            Area::Mmap
+        }
+    }
+
+    /// `sparse32`: trace address `addr` lies within `chunk` bytes above the program's text and
+    /// data.
+    fn near_program(&self, addr: u64) -> bool {
+        self.cur.program.is_some_and(|(lo, hi)| addr >= lo && addr < hi.saturating_add(self.cfg.chunk))
+    }
+
+    /// `sparse32`: the laid-out bounds of an area and whether it fills from the top.
+    fn area_bounds(&self, area: Area) -> (u64, u64, bool) {
+        let c = &self.cfg;
+        let stack_lo = c.size - c.stack_bytes;
+        match area {
+            Area::Text => (c.text_base, c.data_base, false),
+            Area::Data => (c.data_base, stack_lo, false),
+            Area::Mmap => (c.data_base, stack_lo, true),
+            Area::Stack => (stack_lo, c.size, true),
+        }
+    }
+
+    /// `sparse32`: places `[start, start + len)` in `area`: at the offset of a range of the same
+    /// area it continues (one that ends where it starts or starts where it ends) if that
+    /// room is free, else first-fit from the area's growing end, else first-fit anywhere above
+    /// `base`; the offset modulo `align` is kept.
+    fn map_sparse(&mut self, start: u64, len: u64, area: Area) -> Result<Range, LayoutFull> {
+        let a = self.cfg.align;
+        let end = start.saturating_add(len);
+        let lo_al = start & !(a - 1);
+        let span = round_up(end - lo_al, a);
+        let (alo, ahi, down) = self.area_bounds(area);
+        let i = self.cur.ranges.partition_point(|r| r.start < start);
+        let mut neighbours = [None, None];
+        if i > 0 && self.cur.ranges[i - 1].end == start && self.cur.ranges[i - 1].area == area as u8 {
+            neighbours[0] = Some(self.cur.ranges[i - 1].delta);
+        }
+        if let Some(n) = self.cur.ranges.get(i).filter(|n| n.start == end && n.area == area as u8) {
+            neighbours[1] = Some(n.delta);
+        }
+        let mut at = None;
+        for d in neighbours.into_iter().flatten() {
+            let lo = lo_al.wrapping_add(d);
+            let fits = lo >= alo && lo <= ahi && ahi - lo >= span;
+            if fits && !self.cur.used.iter().any(|&(u, v, dd)| u < lo.saturating_add(span) && lo < v && dd != d) {
+                at = Some(lo);
+                break;
+            }
+        }
+        let at = match at.or_else(|| first_fit(&self.cur.used, alo, ahi, span, down)) {
+            Some(x) => x,
+            None => first_fit(&self.cur.used, self.cfg.base, self.cfg.size, span, false).ok_or(LayoutFull {
+                kind: "sparse32",
+                asid: self.asid,
+                addr: start,
+                len,
+                size: self.cfg.size,
+            })?,
+        };
+        let delta = at.wrapping_sub(lo_al);
+        let j = self.cur.used.partition_point(|&(u, _, _)| u < at);
+        self.cur.used.insert(j, (at, at + span, delta));
+        let r = Range { start, end, delta, key: 0, area: area as u8 };
+        self.insert(r);
+        if matches!(area, Area::Text | Area::Data) {
+            let p = self.cur.program.get_or_insert((start, end));
+            p.0 = p.0.min(start);
+            p.1 = p.1.max(end);
+        }
+        Ok(r)
+    }
+
+    /// `sparse32`: laid-out address of process `asid`'s stack, if known.
+    pub fn stack_addr(&self, asid: u32) -> Option<u64> {
+        if asid == self.asid {
+            self.cur.stack
+        } else {
+            self.spaces.get(&asid).and_then(|s| s.stack)
+        }
     }
 
     /// Shared region: the delta that puts `[start, start + len)` at its object's address, and
@@ -464,7 +688,7 @@ impl Layout {
         // First fit over the gaps between used ranges.
         let mut at = self.cfg.base;
         let mut slot = None;
-        for (i, &(lo, hi)) in self.cur.used.iter().enumerate() {
+        for (i, &(lo, hi, _)) in self.cur.used.iter().enumerate() {
             if lo >= at && lo - at >= span {
                 slot = Some(i);
                 break;
@@ -475,8 +699,8 @@ impl Layout {
             return Err(full());
         }
         let i = slot.unwrap_or(self.cur.used.len());
-        self.cur.used.insert(i, (at, at + span));
-        let r = Range { start, end: start.saturating_add(len), delta: at.wrapping_sub(lo_al), key: 0 };
+        self.cur.used.insert(i, (at, at + span, at.wrapping_sub(lo_al)));
+        let r = Range { start, end: start.saturating_add(len), delta: at.wrapping_sub(lo_al), key: 0, area: 0 };
         self.insert(r);
         Ok(r)
     }
@@ -498,7 +722,7 @@ impl Layout {
                 continue;
             }
             out.push((lo.wrapping_add(r.delta), hi - lo));
-            if self.cfg.kind == LayoutKind::Compact32 {
+            if self.cfg.kind.is_32bit() {
                 self.release(lo.wrapping_add(r.delta), hi.wrapping_add(r.delta));
             }
             let mut pieces = Vec::new();
@@ -522,16 +746,16 @@ impl Layout {
             return;
         }
         let mut out = Vec::with_capacity(self.cur.used.len() + 1);
-        for &(u, v) in &self.cur.used {
+        for &(u, v, d) in &self.cur.used {
             if v <= lo || u >= hi {
-                out.push((u, v));
+                out.push((u, v, d));
                 continue;
             }
             if u < lo {
-                out.push((u, lo));
+                out.push((u, lo, d));
             }
             if hi < v {
-                out.push((hi, v));
+                out.push((hi, v, d));
             }
         }
         self.cur.used = out;
@@ -563,6 +787,28 @@ impl Layout {
         } else {
             self.spaces.remove(&asid);
         }
+    }
+}
+
+/// The first (or, `down`, the last) `span` bytes free of `used` within `[lo, hi)`, where `used`
+/// is sorted by start and may overlap.
+fn first_fit(used: &[(u64, u64, u64)], lo: u64, hi: u64, span: u64, down: bool) -> Option<u64> {
+    let mut gaps = Vec::new();
+    let mut at = lo;
+    for &(u, v, _) in used {
+        if u > at && at < hi {
+            gaps.push((at, u.min(hi)));
+        }
+        at = at.max(v);
+    }
+    if at < hi {
+        gaps.push((at, hi));
+    }
+    let fits = |&&(a, b): &&(u64, u64)| b - a >= span;
+    if down {
+        gaps.iter().rev().find(fits).map(|&(_, b)| b - span)
+    } else {
+        gaps.iter().find(fits).map(|&(a, _)| a)
     }
 }
 
@@ -606,6 +852,56 @@ mod tests {
         assert_eq!(un, vec![(0x1_0000, 2 << 20)]);
         l.map(0x3000_0000, 1 << 20, 3, &mut un).unwrap();
         assert_eq!(l.place(true, 0x3000_0010).unwrap(), 0x1_0010);
+    }
+
+    /// sparse32, worked by hand with the defaults (64 KB units, text from 0x0040_0000, data
+    /// from 0x1000_0000, the stack's 8 MB below 2 GB, the mmap area below them).
+    #[test]
+    fn sparse32_puts_text_heap_mmaps_and_stack_where_a_mips_unix_does() {
+        use map_flags::*;
+        let cfg = LayoutConfig { kind: LayoutKind::Sparse32, ..LayoutConfig::default() };
+        cfg.validate().unwrap();
+        let mut l = Layout::new(&cfg, false).unwrap();
+        let mut un = Vec::new();
+        // Text: unit 0x5555_5555_0000 -> 0x0040_0000.
+        l.map(0x5555_5555_4000, 0x3000, IMAGE | FILE | READ | EXEC, &mut un).unwrap();
+        // Heap: first fit in the data area; its growth continues it.
+        l.map(0x5555_5556_0000, 0x2_1000, HEAP | READ | WRITE, &mut un).unwrap();
+        l.map(0x5555_5558_1000, 0x1_0000, HEAP | READ | WRITE, &mut un).unwrap();
+        // Two mmaps: from the top of the mmap area (2 GB - 8 MB) down, 64 KB units each.
+        l.map(0x7fff_f7dd_0000, 0x2_0000, READ | WRITE, &mut un).unwrap();
+        l.map(0x7fff_f7d0_0000, 0x1_0000, READ | EXEC | FILE, &mut un).unwrap();
+        // The stack: its three 64 KB units end at 2 GB.
+        l.map(0x7fff_ffdd_e000, 0x2_1000, STACK | READ | WRITE, &mut un).unwrap();
+        let at = |l: &mut Layout, d, a| l.place(d, a).unwrap();
+        assert_eq!(at(&mut l, false, 0x5555_5555_4010), 0x0040_4010);
+        assert_eq!(at(&mut l, true, 0x5555_5556_0008), 0x1000_0008);
+        assert_eq!(at(&mut l, true, 0x5555_5558_1000), 0x1002_1000);
+        assert_eq!(at(&mut l, true, 0x7fff_f7dd_0000), 0x7f7e_0000);
+        assert_eq!(at(&mut l, false, 0x7fff_f7d0_0040), 0x7f7d_0040);
+        assert_eq!(at(&mut l, true, 0x7fff_ffde_eff8), 0x7ffe_eff8);
+        assert_eq!(l.stack_addr(0), Some(0x7fff_efff));
+        // The executable's data just above its text (no map record) goes to the data area
+        // after the heap's units (it cannot continue the heap downwards: that is below the
+        // area); an unknown fetch far away is the loader's, in the mmap area.
+        assert_eq!(at(&mut l, true, 0x5555_5555_8000), 0x1004_8000);
+        assert_eq!(at(&mut l, false, 0x7fff_f000_1234), 0x7f6d_1234);
+        assert!(un.is_empty());
+        assert_eq!(l.stats().implicit, 2);
+    }
+
+    /// sparse32 without map records: the first fetch is the program's text, the first data
+    /// reference far from it the stack (at the top), later far data the mmap area.
+    #[test]
+    fn sparse32_places_bare_addresses_by_what_they_are_near() {
+        let cfg = LayoutConfig { kind: LayoutKind::Sparse32, ..LayoutConfig::default() };
+        let mut l = Layout::new(&cfg, false).unwrap();
+        assert_eq!(l.place(false, 0x40_1234).unwrap(), 0x0040_1234);
+        assert_eq!(l.place(true, 0x7ffc_0012_3456).unwrap(), 0x7ff2_3456);
+        assert_eq!(l.stack_addr(0), Some(0x7ff2_3456));
+        assert_eq!(l.place(true, 0x4c_0010).unwrap(), 0x4c_0010, "inside the text's chunk");
+        assert_eq!(l.place(true, 0x50_0010).unwrap(), 0x1000_0010, "data within 1 MB above the text");
+        assert_eq!(l.place(true, 0x7f00_0000_0010).unwrap(), 0x7f70_0010);
     }
 
     /// Pages no mapping covers are placed one by one in the region of their first reference's

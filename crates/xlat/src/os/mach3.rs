@@ -38,6 +38,8 @@ pub const UPT_BASE: u64 = 0xC040_0000;
 pub const ZONE_BASE: u64 = 0xE000_0000;
 const PAGE: u64 = 4096;
 const PTE_BYTES: u64 = 4;
+/// Words of a task's bitmap of user page-table pages (512 pages of 4 KB in 2 MB).
+const UPT_WORDS: usize = (UPT_BYTES / PAGE / 64) as usize;
 
 /// Which personality the OS model has (`os.personality`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
@@ -149,6 +151,13 @@ pub struct Mach3Config {
     pub touch_stride: u64,
     /// Bytes between the loads (and stores) of a message copy.
     pub copy_stride: u64,
+    /// §4.1: cycles the STLB's code adds to every system call and interrupt (4), which branch
+    /// off the generic trap handler past it; charged per system call and IPC trap when an STLB
+    /// is configured.
+    pub stlb_syscall_cycles: u64,
+    /// §4.1, footnote 2: cycles it adds to the other traps through the generic handler (11);
+    /// charged per TLB-invalid miss (a page fault) when an STLB is configured.
+    pub stlb_trap_cycles: u64,
 }
 
 impl Mach3Config {
@@ -217,6 +226,8 @@ impl Mach3Config {
             ("mach3.stlb_l2_kernel_hit_cycles", c.stlb_l2_kernel_hit_cycles),
             ("mach3.stlb_miss_cycles", c.stlb_miss_cycles),
             ("mach3.miss_cycles", c.miss_cycles),
+            ("mach3.stlb_syscall_cycles", c.stlb_syscall_cycles),
+            ("mach3.stlb_trap_cycles", c.stlb_trap_cycles),
         ])?;
         for (key, [i, m]) in [
             ("mach3.trap_l1k", c.trap_l1k),
@@ -274,6 +285,8 @@ impl Default for Mach3Config {
             trap_words: 32,
             touch_stride: 32,
             copy_stride: 16,
+            stlb_syscall_cycles: 4,
+            stlb_trap_cycles: 11,
         }
     }
 }
@@ -358,6 +371,12 @@ pub struct Mach3Stats {
     pub ptlb_recorded: u64,
     /// Cycles of the PTLB on the IPC path.
     pub ptlb_cycles: u64,
+    /// Cycles the STLB's code adds to the traps it does not serve (system calls, IPC traps and
+    /// page faults; bala94 §4.1).
+    pub stlb_overhead_cycles: u64,
+    /// PTEs the kernel wrote: L1U PTEs of pages it mapped or unmapped, and L2 PTEs of user
+    /// page-table pages it allocated or freed (references apart from `references`).
+    pub pte_writes: u64,
 }
 
 impl Mach3Stats {
@@ -440,8 +459,9 @@ pub struct Mach3 {
     pub recv_buf: Vec<(u64, u64)>,
     /// See `recv_buf`.
     pub code_vpn: Vec<u64>,
-    /// See `recv_buf`.
-    pub data_vpn: Vec<u64>,
+    /// Per slot: the pages of its user page table that are allocated (valid L2 PTEs), one bit
+    /// per page of the 2 MB table.
+    upt_pages: Vec<[u64; UPT_WORDS]>,
     /// The last send buffer (laid out) and length of a write or send of the running task, for
     /// the IPC that follows it.
     pub send_buf: (u64, u64),
@@ -503,7 +523,7 @@ impl Mach3 {
             next: 0,
             recv_buf: vec![(0, 0); n],
             code_vpn: vec![0; n],
-            data_vpn: vec![0; n],
+            upt_pages: vec![[0; UPT_WORDS]; n],
             send_buf: (0, 0),
             ptlb_l3: ptlb_cfg.is_some_and(|p| p.l3.unwrap_or(!stlb)),
             ptlb,
@@ -529,7 +549,7 @@ impl Mach3 {
         let i = s as usize;
         self.recv_buf[i] = (0, 0);
         self.code_vpn[i] = 0;
-        self.data_vpn[i] = 0;
+        self.upt_pages[i] = [0; UPT_WORDS];
         self.slots.insert(asid, s);
         Ok(s)
     }
@@ -542,6 +562,34 @@ impl Mach3 {
                 p.invalidate_task(s);
             }
         }
+    }
+
+    /// Whether the page of `slot`'s user page table holding user page `vpn`'s PTE is allocated.
+    pub fn upt_present(&self, slot: u32, vpn: u64) -> bool {
+        let p = (vpn * PTE_BYTES / PAGE) as usize;
+        self.upt_pages[slot as usize][p / 64] >> (p % 64) & 1 != 0
+    }
+
+    /// Allocates the page of `slot`'s user page table holding user page `vpn`'s PTE; true if
+    /// it was not allocated before.
+    pub fn upt_allocate(&mut self, slot: u32, vpn: u64) -> bool {
+        let p = (vpn * PTE_BYTES / PAGE) as usize;
+        let w = &mut self.upt_pages[slot as usize][p / 64];
+        let new = *w >> (p % 64) & 1 == 0;
+        *w |= 1 << (p % 64);
+        new
+    }
+
+    /// The allocated pages of `slot`'s user page table, as kseg2 page numbers.
+    pub fn upt_allocated(&self, slot: u32) -> Vec<u64> {
+        let base = (UPT_BASE + slot as u64 * UPT_BYTES) / PAGE;
+        let words = &self.upt_pages[slot as usize];
+        (0..UPT_WORDS * 64).filter(|&p| words[p / 64] >> (p % 64) & 1 != 0).map(|p| base + p as u64).collect()
+    }
+
+    /// The slot of task `asid`, if it has one.
+    pub fn slot_of(&self, asid: u32) -> Option<u32> {
+        self.slots.get(&asid).copied()
     }
 
     /// Kernel virtual address of object `o` of the task in `slot`.

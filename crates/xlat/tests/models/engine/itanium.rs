@@ -97,6 +97,47 @@ fn compact32_runs_a_64_bit_trace_on_a_32_bit_machine_exactly() {
     assert!(plain.process(&records).is_err());
 }
 
+/// sparse32 against compact32 on a hand-built trace: text, heap (grown once), two mmaps and the
+/// stack land where a MIPS Unix puts them (worked by hand: 64 KB units; text from 0x0040_0000,
+/// heap from 0x1000_0000, mmaps down from 2 GB - 8 MB, the stack's units ending at 2 GB), and
+/// the linear page table needs one page of PTEs per 4 MB they fall in: pages 1, 64, 509 and
+/// 511, and the root page: 5; compact32 packs them all under 4 MB: one page and the root.
+#[test]
+fn sparse32_spreads_a_process_over_the_page_tables_of_a_mips_unix() {
+    use map_flags::*;
+    let maps = [
+        (0x5555_5555_4000u64, 0x3000u64, IMAGE | FILE | READ | EXEC, false, 0x0040_4000u64),
+        (0x5555_5556_0000, 0x2_1000, HEAP | READ | WRITE, true, 0x1000_0000),
+        (0x5555_5558_1000, 0x1_0000, HEAP | READ | WRITE, true, 0x1002_1000),
+        (0x7fff_f7dd_0000, 0x2_0000, READ | WRITE, true, 0x7f7e_0000),
+        (0x7fff_f7d0_0000, 0x1_0000, READ | EXEC | FILE, false, 0x7f7d_0000),
+        (0x7fff_ffdd_e000, 0x2_1000, STACK | READ | WRITE, true, 0x7ffd_e000),
+    ];
+    let mut recs = vec![Record::Process { asid: 1 }];
+    for &(start, len, flags, _, _) in &maps {
+        recs.push(Record::Map { start, len, flags });
+    }
+    for &(start, _, _, data, _) in &maps {
+        recs.push(if data { load(start) } else { fetch(start) });
+    }
+    let run = |kind: &str| {
+        let mut s = design(&format!(
+            "name = \"r3k\"\n[[tlb]]\nname = \"TLB\"\nentries = 64\nreserved = 8\nserves = \"unified\"\n\
+             [page_table]\nkind = \"linear\"\nva_bits = 32\npte_bytes = 4\nbits_per_level = 10\n\
+             [layout]\nkind = \"{kind}\"\n"
+        ));
+        s.process(&recs).unwrap();
+        s
+    };
+    let sparse = run("sparse32");
+    for &(start, _, _, _, laid) in &maps {
+        let pte = sparse.page_table().get(xlat::addr::Asid(1), xlat::addr::Vpn(laid >> 12));
+        assert!(pte.is_some(), "{start:#x} is not at {laid:#x}");
+    }
+    assert_eq!(sparse.page_table().size().objects, 5);
+    assert_eq!(run("compact32").page_table().size().objects, 2);
+}
+
 /// Reference RIDs: context = order of first appearance from 1 (or a program's own context
 /// first under shared text), RID = context << 3 | VRN (byte-swapped: low two bytes swapped).
 fn rid(ctx: u64, vrn: u64, swapped: bool) -> u64 {
