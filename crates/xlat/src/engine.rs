@@ -236,6 +236,7 @@ impl System {
         s.keys = m.front.keys.as_ref().map(|k| k.stats());
         s.layout = m.front.layout.as_ref().map(|l| l.stats());
         s.shadow = m.os.shadow_stats();
+        s.pt_entries = m.pt_census_now();
         if let Some(t) = m.mem.timed() {
             s.caches = t.h.stats();
             s.memory = t.h.memory_stats();

@@ -120,6 +120,7 @@ pub fn design_json(s: &System) -> Value {
             "memory_refs": w.memory_refs,
             "cache_lines": w.cache_lines,
             "nested_misses": w.nested_misses,
+            "pt_fills": w.pt_fills,
             "pwc_hits": w.pwc_hits,
             "cache_hits": w.cache_hits,
             "cache_misses": w.cache_misses,

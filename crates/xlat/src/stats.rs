@@ -49,6 +49,9 @@ pub struct WalkStats {
     pub cache_lines: u64,
     /// TLB misses taken by walks themselves (linear tables).
     pub nested_misses: u64,
+    /// Page-table translations inserted into a TLB: a linear table's or short VHPT's pages of
+    /// PTEs after nested misses (or from the software TLB), Mach 3.0's L2 and L3 PTEs.
+    pub pt_fills: u64,
     /// Page-walk-cache hits (radix).
     pub pwc_hits: u64,
     /// Walk references that hit in `[cost.cache]`.
@@ -202,6 +205,35 @@ pub struct SystemStats {
     pub shadow: Option<crate::os::shadow::ShadowStats>,
     /// The memory-controller TLB's counters (`[mtlb]`).
     pub mtlb: Option<MtlbCounts>,
+    /// Linear and short-VHPT tables: per process, the page-table translations the structure
+    /// holding them had at the end of each of the process's time slices (by ASID).
+    pub pt_entries: Vec<PtEntries>,
+}
+
+/// The page-table translations one process held in the TLB, sampled at the end of each of its
+/// time slices (a switch away from it, its exit, the end of the trace): entries tagged with one
+/// of its address spaces whose page lies in the page table's own region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PtEntries {
+    /// The process.
+    pub asid: u32,
+    /// Time slices sampled.
+    pub samples: u64,
+    /// Entries summed over the samples.
+    pub sum: u64,
+    /// Most entries in one sample.
+    pub peak: u64,
+}
+
+impl PtEntries {
+    /// Mean entries per sample.
+    pub fn mean(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.samples as f64
+        }
+    }
 }
 
 /// Lookups and hits of the software TLB.

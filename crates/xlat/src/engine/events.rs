@@ -242,6 +242,9 @@ impl Machine {
 
     /// Process `asid` exits: its spaces' pages are unmapped and their TLB entries flushed.
     fn exit(&mut self, asid: u32) {
+        if asid == self.front.asid.0 {
+            self.pt_census_sample();
+        }
         if let Some(l) = &mut self.front.layout {
             l.exit(asid);
         }

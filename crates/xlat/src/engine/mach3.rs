@@ -283,6 +283,8 @@ impl Kernel {
     fn mach_insert(&mut self, x: &mut Machine, s: usize, kvpn: u64) {
         let m = &self.mach;
         let data = TlbData { pfn: m.kpa(kvpn << PAGE_SHIFT) >> PAGE_SHIFT, shift: PAGE_SHIFT as u8, valid: 0 };
+        // L2 and L3 PTEs map pages of page tables; L1K PTEs map kernel data.
+        x.stats.walks.pt_fills += (Mach3::kernel_type(kvpn) != MissType::L1k) as u64;
         if let Some(e) = x.tlbs.structures[s].tlb.insert(GLOBAL, Vpn(kvpn), data) {
             x.stats.tlb_fill(s, 1, 0);
             self.mach_evicted(x, e);

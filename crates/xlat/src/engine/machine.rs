@@ -15,7 +15,7 @@ use super::front::Front;
 use super::front::GLOBAL_SPACE;
 use super::memory::MemorySide;
 use super::tlbs::Tlbs;
-use super::walk::{PtTlbEnv, Walk};
+use super::walk::{PtCensus, PtTlbEnv, Walk};
 use crate::addr::{Asid, PageSize, Vpn};
 use crate::os::shadow::{MemOp, Shadow, ShadowConfig, ShadowPolicy};
 use crate::os::{FrameAllocator, Os, Paging, PtOp};
@@ -51,6 +51,9 @@ pub(crate) struct Machine {
     /// The page-table operations applied since the OS personality last took them, for a
     /// personality whose kernel writes the PTEs itself (Mach 3.0); `None` for the others.
     pub(crate) op_log: Option<Vec<PtOp>>,
+    /// The page-table translations each process holds in the TLB (linear and short-VHPT
+    /// tables under the Linux-like model); sampled at switches and exits only.
+    pub(crate) pt_census: Option<Box<PtCensus>>,
 }
 
 impl Machine {
@@ -97,6 +100,13 @@ impl Machine {
         let tlbs = Tlbs::new(design);
         let mut stats = SystemStats { tlb: vec![TlbStats::default(); tlbs.structures.len()], ..SystemStats::default() };
         stats.stlb = config.stlb.as_ref().map(|_| StlbStats::default());
+        let walk = Walk::new(design);
+        let pt_census = match &walk.pt {
+            crate::pt::PageTable::Linear(t) if config.os.personality != crate::os::mach3::Personality::Mach3 => t
+                .pt_region_start(page_size)
+                .map(|first| Box::new(PtCensus { first: first.0, since: 0, per: Vec::new() })),
+            _ => None,
+        };
         Machine {
             name: config.name.clone(),
             page_size,
@@ -113,7 +123,7 @@ impl Machine {
                 pending_object: None,
             },
             tlbs,
-            walk: Walk::new(design),
+            walk,
             mem,
             os,
             shadow: config.shadow.clone(),
@@ -125,7 +135,35 @@ impl Machine {
             mem_ops: Vec::new(),
             unmapped: Vec::new(),
             op_log: (config.os.personality == crate::os::mach3::Personality::Mach3).then(Vec::new),
+            pt_census,
         }
+    }
+
+    /// Ends the running process's time slice for the page-table census: if it made a
+    /// reference since its slice began, counts the page-table translations it holds.
+    pub(crate) fn pt_census_sample(&mut self) {
+        let Some(c) = self.pt_census.as_deref_mut() else {
+            return;
+        };
+        let now = self.lookups[0] + self.lookups[1];
+        if now > c.since {
+            let n = c.count(&self.tlbs.structures[self.tlbs.pt_tlb].tlb, &self.front.tags);
+            PtCensus::add(&mut c.per, self.front.asid.0, n);
+        }
+        c.since = now;
+    }
+
+    /// The census's samples, the running process's unfinished slice counted as if it ended now.
+    pub(crate) fn pt_census_now(&self) -> Vec<crate::stats::PtEntries> {
+        let Some(c) = self.pt_census.as_deref() else {
+            return Vec::new();
+        };
+        let mut per = c.per.clone();
+        if self.lookups[0] + self.lookups[1] > c.since {
+            let n = c.count(&self.tlbs.structures[self.tlbs.pt_tlb].tlb, &self.front.tags);
+            PtCensus::add(&mut per, self.front.asid.0, n);
+        }
+        per
     }
 
     /// The level-1 lookup of `vpn` by a reference of its kind: the frame on a hit. Level-1
@@ -179,6 +217,7 @@ impl Machine {
             dedicated,
             stlb: w.stlb.as_deref_mut(),
             stlb_counts: self.stats.stlb.as_mut().unwrap_or(&mut no_stlb),
+            pt_fills: &mut self.stats.walks.pt_fills,
         };
         let mut block = std::mem::take(&mut self.tlbs.block);
         let mut vhpt_miss = None;
@@ -352,6 +391,7 @@ impl Machine {
     /// Process `asid` runs from now on.
     pub(crate) fn switch_to(&mut self, asid: u32) -> Result<(), DesignError> {
         if asid != self.front.asid.0 {
+            self.pt_census_sample();
             self.front.switch_to(asid);
             self.load_tags()?;
             if self.front.asid_mode == crate::config::AsidMode::Flush {

@@ -104,6 +104,43 @@ impl Walk {
     }
 }
 
+/// Per process, how many entries of the structure holding page-table translations hold that
+/// process's (chapman03 §2.3.3 counts them per process): sampled at the end of each time slice
+/// in which it made a reference. Made only for designs whose table asks the TLB for its own
+/// pages (linear, short VHPT) and that run the Linux-like VM model.
+#[derive(Clone, Debug)]
+pub(crate) struct PtCensus {
+    /// Pages at or above this hold PTEs (the table's own region).
+    pub(crate) first: u64,
+    /// Lookups made before the running process's slice began.
+    pub(crate) since: u64,
+    /// Per process, sorted by ASID.
+    pub(crate) per: Vec<crate::stats::PtEntries>,
+}
+
+impl PtCensus {
+    /// Adds a sample of `n` entries for process `asid`.
+    pub(crate) fn add(per: &mut Vec<crate::stats::PtEntries>, asid: u32, n: u64) {
+        let i = match per.binary_search_by_key(&asid, |e| e.asid) {
+            Ok(i) => i,
+            Err(i) => {
+                per.insert(i, crate::stats::PtEntries { asid, ..Default::default() });
+                i
+            }
+        };
+        let e = &mut per[i];
+        e.samples += 1;
+        e.sum += n;
+        e.peak = e.peak.max(n);
+    }
+
+    /// The page-table translations of the process whose spaces are `tags` held by `tlb`.
+    pub(crate) fn count(&self, tlb: &Tlb, tags: &[u32; 8]) -> u64 {
+        let first = self.first;
+        tlb.count_where(|asid, vpn| vpn >= first && tags.contains(&asid))
+    }
+}
+
 /// Walk environment over the structure holding page-table translations.
 pub(crate) struct PtTlbEnv<'a> {
     pub(crate) tlb: &'a mut Tlb,
@@ -113,6 +150,8 @@ pub(crate) struct PtTlbEnv<'a> {
     /// The software TLB behind it, and its counters.
     pub(crate) stlb: Option<&'a mut Tlb>,
     pub(crate) stlb_counts: &'a mut StlbStats,
+    /// Page-table translations inserted (`walks.pt_fills`).
+    pub(crate) pt_fills: &'a mut u64,
 }
 
 impl WalkEnv for PtTlbEnv<'_> {
@@ -142,6 +181,7 @@ impl WalkEnv for PtTlbEnv<'_> {
     fn fill_pt_translation(&mut self, asid: Asid, va: crate::addr::VirtAddr) {
         let vpn = va.vpn(self.tlb.page_size());
         let data = TlbData { pfn: 0, shift: self.tlb.page_size().shift() as u8, valid: 0 };
+        *self.pt_fills += 1;
         if let Some(e) = self.tlb.insert(asid.0, vpn, data) {
             self.stats.filled(1, 0);
             // What the TLB evicts goes to the software TLB.

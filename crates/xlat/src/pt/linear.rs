@@ -7,7 +7,12 @@
 //! costs one reference. Otherwise it is a nested miss: the level-2 PTE mapping that page is read
 //! the same way from the level-2 array, and so on up to the root, which is wired in physical
 //! memory. After a nested miss resolves, each page-table page translation found on the way down is
-//! installed ([`WalkEnv::fill_pt_translation`]). Cost per miss in Table 2: `1 + r × m`.
+//! installed ([`WalkEnv::fill_pt_translation`]). Cost per miss in Table 2: `1 + r × m`. That is
+//! `page_table.nested_fill = "every_level"`; the default, `leaf`, is Linux/ia64's VHPT miss
+//! handler (chapman03 §2.3.3, §3.1): only the leaf page of PTEs is mapped through the TLB, so a
+//! miss on its translation is one nested miss that reads every upper level with physical
+//! addresses (the same references and lines as a climb to the root, no TLB lookups for them)
+//! and inserts the leaf page's translation alone.
 //!
 //! Every node is one page of PTEs (`log2(page / pte_bytes)` index bits, 9 for 4 KB pages and
 //! 8-byte PTEs); the default number of levels is the smallest whose root covers all of `va_bits`:
@@ -22,7 +27,7 @@
 use super::common::{validate_common, LineCfg, LineTracker, NIL};
 use super::radix::{fill_from_upper, tree_store, MAX_LEVEL_BITS};
 use super::tree::{Path, Tree, MAX_LEVELS};
-use super::{BitsPerLevel, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
+use super::{BitsPerLevel, NestedFill, PageTableConfig, ParamError, PtSize, Pte, WalkEnv, WalkRecord};
 use crate::addr::{Asid, PageSize, VirtAddr, Vpn};
 use std::fmt;
 
@@ -36,6 +41,8 @@ pub struct LinearTable {
     node_bytes: Vec<u64>,
     page_mask: u64,
     lines: LineCfg,
+    /// Which page-table translations a nested miss inserts (`page_table.nested_fill`).
+    nested_fill: NestedFill,
 }
 
 impl LinearTable {
@@ -104,7 +111,19 @@ impl LinearTable {
             level_base.push(at);
             at = at.wrapping_add(*a);
         }
-        Ok(LinearTable { tree, level_base, node_bytes, page_mask: page_size.offset_mask(), lines })
+        Ok(LinearTable {
+            tree,
+            level_base,
+            node_bytes,
+            page_mask: page_size.offset_mask(),
+            lines,
+            nested_fill: cfg.nested_fill,
+        })
+    }
+
+    /// What a nested miss inserts (`page_table.nested_fill`).
+    pub fn nested_fill(&self) -> NestedFill {
+        self.nested_fill
     }
 
     /// Number of levels (the last is the wired root).
@@ -116,6 +135,13 @@ impl LinearTable {
     /// `lpt_base() + vpn × pte_bytes`. Zero for a one-level (all wired) table.
     pub fn lpt_base(&self) -> VirtAddr {
         VirtAddr(self.level_base.first().copied().unwrap_or(0))
+    }
+
+    /// The first page of the virtual region that holds the arrays below the root: every
+    /// page-table page translation this table asks the TLB for lies at or above it. `None` for a
+    /// one-level (all wired) table.
+    pub fn pt_region_start(&self, page_size: PageSize) -> Option<Vpn> {
+        self.level_base.first().map(|&b| VirtAddr(b).vpn(page_size))
     }
 
     /// Virtual address of the level-`level` PTE (1 = leaf) on the path to `vpn`; `None` for the
@@ -147,10 +173,12 @@ impl LinearTable {
         self.tree.get(asid, vpn)
     }
 
-    /// See [`super::PageTable::walk`]. Climbs from the level-1 PTE while the translation of the
-    /// page holding the needed PTE misses (one nested miss each), reads the PTE at the level where
-    /// it hits (or at the wired root), then reads back down, installing each page-table page
-    /// translation it resolved.
+    /// See [`super::PageTable::walk`]. `every_level`: climbs from the level-1 PTE while the
+    /// translation of the page holding the needed PTE misses (one nested miss each), reads the
+    /// PTE at the level where it hits (or at the wired root), then reads back down, installing
+    /// each page-table page translation it resolved. `leaf`: looks up the leaf page's
+    /// translation only; on a miss (one nested miss) reads down from the root and installs that
+    /// one translation.
     ///
     /// A superpage held in an upper-level entry (`intermediate` store) has no page of PTEs below
     /// it: the climb takes the nested miss on the base PTE's page, like any missing page, and the
@@ -194,13 +222,20 @@ impl LinearTable {
         let t = &self.tree;
         let top = t.top();
         let nodes = &path.nodes;
+        let every_level = self.nested_fill == NestedFill::EveryLevel;
         let mut k = 0;
-        while k < top {
-            if env.lookup_pt_translation(asid, self.pt_page(k, vpn)) && nodes[k] != NIL {
-                break;
+        if every_level {
+            while k < top {
+                if env.lookup_pt_translation(asid, self.pt_page(k, vpn)) && nodes[k] != NIL {
+                    break;
+                }
+                rec.nested_misses += 1;
+                k += 1;
             }
+        } else if top > 0 && !(env.lookup_pt_translation(asid, self.pt_page(0, vpn)) && nodes[0] != NIL) {
+            // One nested miss; the handler reads the upper levels physically from the root.
             rec.nested_misses += 1;
-            k += 1;
+            k = top;
         }
         if nodes[k] == NIL {
             // Only the root can be missing here: the address space has no mapping at all.
@@ -216,7 +251,9 @@ impl LinearTable {
                 return Err(None);
             }
             k -= 1;
-            env.fill_pt_translation(asid, self.pt_page(k, vpn));
+            if every_level || k == 0 {
+                env.fill_pt_translation(asid, self.pt_page(k, vpn));
+            }
         }
         Ok(nodes[0])
     }

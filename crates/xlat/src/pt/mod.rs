@@ -203,6 +203,36 @@ pub struct PageTableConfig {
     /// `vhpt-long`: the OS page table proper (any other kind); default a radix table over the
     /// same `va_bits`.
     pub os: Option<Box<PageTableConfig>>,
+    /// `linear` and `vhpt-short`: which page-table translations a nested miss inserts into
+    /// the TLB (default `leaf`).
+    pub nested_fill: NestedFill,
+}
+
+/// What a linear table's nested miss (a miss on the translation of a page of PTEs) does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NestedFill {
+    /// Only the leaf page of PTEs is looked up in the TLB; on a miss the handler reads the
+    /// upper levels with physical addresses (no TLB lookups, nothing inserted for them) and
+    /// inserts the leaf page's translation alone: one nested miss and one insertion at most
+    /// (Linux/ia64's VHPT miss handler; chapman03 §2.3.3, §3.1).
+    #[default]
+    Leaf,
+    /// Every level below the wired root is a virtual linear array whose pages need TLB
+    /// entries: a nested miss climbs a level at a time while the translations miss, and every
+    /// page-table page translation resolved on the way down is inserted (talluri95 §2 and
+    /// Table 2's `1 + r × m`; bala94 §2's cascaded L2 and L3 misses).
+    EveryLevel,
+}
+
+impl NestedFill {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            NestedFill::Leaf => "leaf",
+            NestedFill::EveryLevel => "every_level",
+        }
+    }
 }
 
 /// Who refills the TLB in a VHPT design.
@@ -290,6 +320,7 @@ impl Default for PageTableConfig {
             walker: Walker::Hardware,
             vhpt_entries: 0,
             os: None,
+            nested_fill: NestedFill::Leaf,
         }
     }
 }

@@ -112,7 +112,10 @@ impl TableKind {
     /// `[page_table]` keys (the common ones are added by [`design`]).
     fn toml(self) -> &'static str {
         match self {
-            TableKind::Linear => "kind = \"linear\"\nlevels = 6\n",
+            // §2 and Table 2 (`1 + r × m`, m the cost of a miss on the translations of the level-1
+            // table): a multi-level tree of linear tables whose upper levels are mapped too and
+            // live in the 8 reserved entries (§6.1), so a nested miss recurses level by level.
+            TableKind::Linear => "kind = \"linear\"\nlevels = 6\nnested_fill = \"every_level\"\n",
             // 52 VPN bits in seven levels: 9-bit nodes below (pb_i = 2^9i, Table 2), the top
             // 7 bits split over two small upper levels.
             TableKind::ForwardMapped => "kind = \"radix\"\nlevels = 7\nbits_per_level = [9, 9, 9, 9, 9, 4, 3]\n",

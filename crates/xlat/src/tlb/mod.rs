@@ -921,6 +921,19 @@ impl Tlb {
         n
     }
 
+    /// Valid entries whose (ASID or [`GLOBAL`], first base page) satisfies `f`; allocates
+    /// nothing.
+    pub fn count_where(&self, f: impl Fn(u32, u64) -> bool) -> u64 {
+        let mut n = 0;
+        for s in self.slots.iter() {
+            if s.key != INVALID {
+                let k = self.pages_log(&s.data);
+                n += f(s.asid, key_of(s.key, k) << k) as u64;
+            }
+        }
+        n
+    }
+
     /// Valid entries currently held.
     pub fn occupancy(&self) -> u32 {
         self.slots.iter().filter(|s| s.key != INVALID).count() as u32

@@ -3,3 +3,4 @@
 mod events;
 mod itanium;
 mod plain;
+mod vhpt_short;

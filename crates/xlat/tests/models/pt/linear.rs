@@ -2,7 +2,9 @@
 
 use std::collections::BTreeSet;
 use xlat::addr::{Asid, PageSize, Pfn, VirtAddr, Vpn};
-use xlat::pt::{Kind, LineAccounting, NoTlb, PageTable, PageTableConfig, Pte, WalkEnv, WalkRecord, PT_PHYS_BASE};
+use xlat::pt::{
+    Kind, LineAccounting, NestedFill, NoTlb, PageTable, PageTableConfig, Pte, WalkEnv, WalkRecord, PT_PHYS_BASE,
+};
 
 const A: Asid = Asid(3);
 
@@ -10,8 +12,19 @@ fn pte(pfn: u64) -> Pte {
     Pte { pfn: Pfn(pfn), size: PageSize::SIZE_4K, valid: 0 }
 }
 
+/// A linear table whose nested misses climb level by level (`every_level`, talluri95's model).
 fn linear(cfg: PageTableConfig) -> PageTable {
-    PageTable::new(&PageTableConfig { kind: Kind::Linear, ..cfg }, PageSize::SIZE_4K).unwrap()
+    PageTable::new(
+        &PageTableConfig { kind: Kind::Linear, nested_fill: NestedFill::EveryLevel, ..cfg },
+        PageSize::SIZE_4K,
+    )
+    .unwrap()
+}
+
+/// The same with `leaf` nested fills (Linux/ia64's VHPT miss handler).
+fn leaf(cfg: PageTableConfig) -> PageTable {
+    PageTable::new(&PageTableConfig { kind: Kind::Linear, nested_fill: NestedFill::Leaf, ..cfg }, PageSize::SIZE_4K)
+        .unwrap()
 }
 
 fn pte_va(pt: &PageTable, level: u32, vpn: u64) -> Option<VirtAddr> {
@@ -202,4 +215,62 @@ fn remove_asid_and_per_asid_tables() {
     assert_eq!(pt.size().objects, 4);
     assert_eq!(pt.get(A, Vpn(5)), None);
     assert_eq!(pt.get(Asid(4), Vpn(5)), Some(pte(2)));
+}
+
+#[test]
+fn leaf_mode_looks_up_and_fills_the_leaf_page_only() {
+    // 48-bit space, 4 levels: the root is wired, levels 1-3 are virtual arrays.
+    let mut pt = leaf(PageTableConfig::default());
+    let v = 0x12_3456_789a & ((1 << 36) - 1);
+    pt.map(A, Vpn(v), pte(5));
+    pt.map(A, Vpn(v + 1), pte(6));
+    pt.map(A, Vpn(v + 512), pte(7));
+    let page = |level: u32, vpn: u64| pte_va(&pt, level, vpn).unwrap().0 & !4095;
+    let (p1, p1_next) = (page(1, v), page(1, v + 512));
+
+    let mut env = Reserved::default();
+    let (r, rec) = walk(&mut pt, v, &mut env);
+    assert_eq!(r, Some(pte(5)));
+    // One nested miss; root, level-3 and level-2 entries read physically, then the PTE.
+    assert_eq!((rec.mem_refs, rec.cache_lines, rec.nested_misses), (4, 4, 1));
+    assert_eq!(env.lookups, vec![p1]);
+    assert_eq!(env.fills, vec![p1]);
+    // Root first, each read at its entry's index, as in the climbing walk.
+    let idx = [v >> 27 & 511, v >> 18 & 511, v >> 9 & 511, v & 511];
+    for (i, a) in rec.addrs[..4].iter().enumerate() {
+        assert_eq!(a.0 % 4096, idx[i] * 8);
+    }
+    // The leaf page is held: one reference.
+    let (r, rec) = walk(&mut pt, v + 1, &mut env);
+    assert_eq!((r, rec.mem_refs, rec.nested_misses), (Some(pte(6)), 1, 0));
+    // The next page of PTEs: no level-2 translation to hit, so the whole path again (4
+    // references, where every_level reads 2), still one nested miss and one fill.
+    let (r, rec) = walk(&mut pt, v + 512, &mut env);
+    assert_eq!((r, rec.mem_refs, rec.nested_misses), (Some(pte(7)), 4, 1));
+    assert_eq!(env.fills, vec![p1, p1_next]);
+    assert_eq!(env.lookups, vec![p1, p1, p1_next]);
+}
+
+#[test]
+fn leaf_mode_faults_and_stale_entries() {
+    let mut pt = leaf(PageTableConfig::default());
+    pt.map(A, Vpn(0), pte(1));
+    // The next page of PTEs does not exist: root, level 3, then level 2's invalid entry; no fill.
+    let mut env = Reserved::default();
+    let (r, rec) = walk(&mut pt, 1 << 9, &mut env);
+    assert_eq!((r, rec.nested_misses, rec.mem_refs), (None, 1, 3));
+    assert!(env.fills.is_empty());
+    // A claimed translation of a freed page of PTEs is a miss: one nested miss, then root and
+    // level 3 (whose entry is invalid) are read.
+    pt.map(A, Vpn(1 << 20), pte(2));
+    pt.unmap(A, Vpn(1 << 20));
+    let (r, rec) = walk(&mut pt, 1 << 20, &mut AlwaysHit);
+    assert_eq!((r, rec.nested_misses, rec.mem_refs), (None, 1, 2));
+    // Without any TLB, six levels: one nested miss where every_level takes five, the same six
+    // references.
+    let mut pt = leaf(PageTableConfig { va_bits: 64, ..Default::default() });
+    let top = (1u64 << 52) - 1;
+    pt.map(A, Vpn(top), pte(1));
+    let (r, rec) = walk(&mut pt, top, &mut NoTlb);
+    assert_eq!((r, rec.mem_refs, rec.nested_misses), (Some(pte(1)), 6, 1));
 }

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use xlat::addr::{Asid, PageSize, Pfn, VirtAddr, Vpn};
-use xlat::pt::{Kind, NoTlb, PageTable, PageTableConfig, Pte, SuperpageStore, WalkEnv, WalkRecord};
+use xlat::pt::{Kind, NestedFill, NoTlb, PageTable, PageTableConfig, Pte, SuperpageStore, WalkEnv, WalkRecord};
 
 const A: Asid = Asid(2);
 const PAGE: u64 = 4096;
@@ -28,8 +28,17 @@ fn partial(pfn: u64, valid: u64) -> Pte {
     Pte { pfn: Pfn(pfn), size: size(16), valid }
 }
 
+/// Linear tables climb level by level here (`every_level`, talluri95's model of §4.2).
 fn table(kind: Kind, store: SuperpageStore, va_bits: u32, levels: Option<u32>, line_bytes: u32) -> PageTable {
-    let cfg = PageTableConfig { kind, superpage_store: Some(store), va_bits, levels, line_bytes, ..Default::default() };
+    let cfg = PageTableConfig {
+        kind,
+        superpage_store: Some(store),
+        va_bits,
+        levels,
+        line_bytes,
+        nested_fill: NestedFill::EveryLevel,
+        ..Default::default()
+    };
     PageTable::new(&cfg, PageSize::SIZE_4K).unwrap()
 }
 
