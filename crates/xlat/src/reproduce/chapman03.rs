@@ -15,7 +15,7 @@
 use super::{claims_markdown, preset_with, run_designs, trace_program, write_outputs, Claim, ReproError};
 use crate::config::Config;
 use crate::os::regions::RidAlloc;
-use crate::plot::{BarChart, Series};
+use crate::plot::{BarChart, Figure, Line, LineChart, Series};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -298,22 +298,26 @@ impl Chapman03 {
         out
     }
 
-    fn figures(&self) -> Vec<(String, BarChart)> {
+    fn figures(&self) -> Vec<(String, Figure)> {
         let plan = &self.plan;
         let norm = |e: &str, x: u64, y: u64, d: &str| self.ratio(e, x, y, d, SHORT);
-        let fig2 = BarChart {
+        // Runtime against the pages shared: a curve per design over a base-2 axis of pages.
+        let fig2 = LineChart {
             title: format!("chapman03 Figure 2: extreme, {} processes, runtime relative to the short VHPT", plan.n),
             x_label: "shared pages".to_string(),
             y_label: "runtime / short VHPT".to_string(),
-            categories: plan.pages.iter().map(|p| p.to_string()).collect(),
-            series: [SHORT, LONG, SHARING]
+            lines: [SHORT, LONG, SHARING]
                 .iter()
-                .map(|d| Series {
+                .map(|d| Line {
                     name: d.to_string(),
-                    values: plan.pages.iter().map(|&p| norm("fig2", p, plan.n, d)).collect(),
+                    points: plan
+                        .pages
+                        .iter()
+                        .filter_map(|&p| norm("fig2", p, plan.n, d).map(|v| (p as f64, v)))
+                        .collect(),
                 })
                 .collect(),
-            y_max: None,
+            log_y: false,
             reference: Some((1.0, "short VHPT".to_string())),
         };
         let cats: Vec<(u64, u64)> =
@@ -330,7 +334,7 @@ impl Chapman03 {
             y_max: None,
             reference: Some((1.0, "short VHPT".to_string())),
         };
-        vec![("figure2".to_string(), fig2), ("table3".to_string(), table3)]
+        vec![("figure2".to_string(), fig2.into()), ("table3".to_string(), table3.into())]
     }
 
     fn markdown(&self) -> String {
@@ -347,7 +351,7 @@ impl Chapman03 {
               model's cycles (docs/caches.md).\n\n## Claims\n\n";
         s += &claims_markdown(&claims);
         for (stem, chart) in self.figures() {
-            s += &format!("\n## {}\n\n![{stem}]({stem}.svg)\n\n{}", chart.title, chart.markdown(3));
+            s += &format!("\n## {}\n\n![{stem}]({stem}.svg)\n\n{}", chart.title(), chart.markdown(3));
         }
         s
     }
