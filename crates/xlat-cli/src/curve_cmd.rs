@@ -5,11 +5,10 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
 use xlat::curve::{self, CurveResult, CurveSpec};
-use xlat::plot::{BarChart, Series};
+use xlat::plot::{Line, LineChart};
 use xlat::trace;
 
 #[derive(Args)]
@@ -40,9 +39,13 @@ pub struct CurveArgs {
     /// Write the curve as CSV to this file (`-` for standard output).
     #[arg(long, value_name = "OUT.csv")]
     csv: Option<String>,
-    /// Draw the miss ratios to this file (`.svg` or `.png`).
+    /// Draw the miss ratios to this file (`.svg` or `.png`): a line per associativity and page
+    /// size over a base-2 axis of entries.
     #[arg(long, value_name = "OUT.svg|png")]
     plot: Option<String>,
+    /// Draw the miss ratio on a logarithmic axis (with --plot).
+    #[arg(long)]
+    log_y: bool,
     /// Trace format.
     #[arg(long, default_value = "auto", value_parser = ["auto", "lackey", "xtr", "champsim"])]
     format: String,
@@ -95,15 +98,11 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         Some(p) if p.ends_with(".png") => Some(true),
         Some(p) => anyhow::bail!("--plot {p}: expected a file name ending in .svg or .png"),
     };
+    if a.log_y && a.plot.is_none() {
+        anyhow::bail!("--log-y: draws the plot's miss-ratio axis logarithmic; give --plot OUT.svg|png too");
+    }
     let (mut reader, format) = trace::open::open_reader_inline(&a.trace, super::format_arg(&a.format))?;
-    let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references")
-                .expect("valid template"),
-        );
-        b
-    });
+    let bar = super::term::progress(a.quiet, "{spinner} {elapsed} {human_pos} references read");
     let start = Instant::now();
     let result = curve::curve(reader.as_mut(), &spec, |n| {
         if let Some(b) = &bar {
@@ -130,7 +129,7 @@ pub fn cmd_curve(a: CurveArgs) -> Result<()> {
         super::write_output(path, &to_csv(&result))?;
     }
     if let (Some(path), Some(png)) = (&a.plot, plot_kind) {
-        let chart = chart(&a.trace, &spec, &result);
+        let chart = chart(&a.trace, &spec, &result, a.log_y);
         let out = xlat::output::Output::start(path, "");
         let tmp = out.path().to_path_buf();
         if png { chart.write_png(&tmp) } else { chart.write_svg(&tmp) }
@@ -316,52 +315,46 @@ fn table(path: &str, spec: &CurveSpec, r: &CurveResult) -> String {
     out
 }
 
-/// Miss ratio (%) by size, one bar per associativity and page size. Long ranges keep the
-/// powers of two and the ends, so that the bars stay readable.
-fn chart(path: &str, spec: &CurveSpec, r: &CurveResult) -> BarChart {
-    let mut sizes: Vec<u32> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+/// Miss ratio (%) against entries on a base-2 axis: one line per associativity and page size,
+/// through every point computed for it (a fully associative point of `n` entries also lies on
+/// the `n`-way line, which it is).
+fn chart(path: &str, spec: &CurveSpec, r: &CurveResult, log_y: bool) -> LineChart {
+    let mut lines = Vec::new();
     for c in &r.curves {
-        for p in &c.points {
-            if seen.insert(p.entries) {
-                sizes.push(p.entries);
-            }
-        }
-    }
-    if sizes.len() > 48 {
-        let (lo, hi) = (sizes[0], *sizes.last().expect("non-empty"));
-        sizes.retain(|&e| e.is_power_of_two() || e == lo || e == hi);
-    }
-    let mut series = Vec::new();
-    for c in &r.curves {
-        let ratios: std::collections::HashMap<(u32, u32), f64> =
-            c.points.iter().map(|p| ((p.entries, p.ways), 100.0 * ratio(p.misses, c.lookups))).collect();
         for w in &spec.ways {
             let name = match w {
                 curve::Ways::Full => "fully associative".to_string(),
                 curve::Ways::N(n) => format!("{n}-way"),
             };
-            let name = if r.curves.len() > 1 { format!("{name}, {} KB pages", c.page_size >> 10) } else { name };
-            let values = sizes
+            let name = if r.curves.len() > 1 { format!("{name}, {} pages", page_text(c.page_size)) } else { name };
+            let points = c
+                .points
                 .iter()
-                .map(|&e| {
-                    let want = match w {
-                        curve::Ways::Full => e,
-                        curve::Ways::N(n) => *n,
-                    };
-                    ratios.get(&(e, want)).copied()
+                .filter(|p| match w {
+                    curve::Ways::Full => p.ways == p.entries,
+                    curve::Ways::N(n) => p.ways == *n,
                 })
+                .map(|p| (p.entries as f64, 100.0 * ratio(p.misses, c.lookups)))
                 .collect();
-            series.push(Series { name, values });
+            lines.push(Line { name, points });
         }
     }
-    BarChart {
+    LineChart {
         title: format!("TLB miss ratio ({} policy): {path}", spec.policy.name()),
         x_label: "entries".into(),
         y_label: "miss ratio (%)".into(),
-        categories: sizes.iter().map(|e| e.to_string()).collect(),
-        series,
-        y_max: None,
+        lines,
+        log_y,
         reference: None,
+    }
+}
+
+/// A page size for a legend: `4 KB`, `2 MB`.
+fn page_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KB", b >> 10),
+        b => format!("{b} B"),
     }
 }

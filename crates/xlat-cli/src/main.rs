@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xlat::config::{Config, PRESETS};
@@ -38,6 +38,7 @@ mod model_cmd;
 mod reproduce_cmd;
 mod snapshot_cmd;
 mod sweep_cmd;
+mod term;
 mod trace_cmd;
 mod workloads_cmd;
 
@@ -178,6 +179,9 @@ struct InfoArgs {
     /// Only count records by kind (fast: skips distinct pages and address ranges).
     #[arg(long)]
     quick: bool,
+    /// No progress line on standard error.
+    #[arg(long, short = 'q')]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -445,26 +449,23 @@ fn simulate(
         .iter()
         .map(|c| System::new(c).map_err(|e| anyhow!("config '{}': {e}", c.name)))
         .collect::<Result<Vec<_>>>()?;
-    let bar = (!common.quiet && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} references {msg}")
-                .expect("valid template"),
-        );
-        b
-    });
+    let bar = term::progress(common.quiet, "{spinner} {elapsed} {human_pos} references read, {msg}");
+    let designs = format!("{} design{} simulated", systems.len(), if systems.len() == 1 { "" } else { "s" });
+    if let Some(b) = &bar {
+        b.set_message(designs.clone());
+    }
     let start = Instant::now();
     let opts = RunOptions { max_refs: common.max_refs };
-    let mut last_msg = 0u64;
+    let mut throttle = term::Throttle::new();
     let jobs =
         common.jobs.map(|j| j as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let summary = engine::run_jobs(reader, &mut systems, opts, jobs, |n| {
         if let Some(b) = &bar {
             b.set_position(n);
             // The rate text changes a few times a second, not per batch.
-            if n - last_msg >= 1 << 22 {
-                last_msg = n;
-                b.set_message(format!("({:.1} M/s)", n as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6));
+            if throttle.due() {
+                let rate = n as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6;
+                b.set_message(format!("{designs} ({rate:.1} M references/s)"));
             }
         }
     })?;
@@ -511,7 +512,7 @@ fn simulate(
     }
     let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
     if !common.quiet && !to_stdout {
-        out!("{}", report::table(&input, &systems));
+        out!("{}", report::table(&input, &systems, term::stdout_width()));
         eprintln!(
             "simulated {} design{}{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),
@@ -612,14 +613,7 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
         };
         let out = xlat::output::Output::start(&a.output, suffix);
         // Long conversions (compressing to xz takes minutes) show that they are moving.
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} records converted")
-                    .expect("valid template"),
-            );
-            b
-        });
+        let bar = term::progress(false, "{spinner} {elapsed} {human_pos} records converted");
         let stats = trace::open::convert_with_progress(&a.input, &out.path().to_string_lossy(), from, to, |n| {
             if let Some(b) = &bar {
                 b.set_position(n);
@@ -658,20 +652,36 @@ fn cmd_convert(a: ConvertArgs) -> Result<()> {
 fn cmd_info(a: InfoArgs) -> Result<()> {
     refuse_overwriting_inputs(&[a.json.as_deref()], &[Path::new(&a.trace)])?;
     let mut reader = trace::open::open_reader(&a.trace, format_arg(&a.format))?;
-    if a.quick {
-        return quick_count(&a.trace, reader.as_mut(), a.json.as_deref());
+    let bar = term::progress(a.quiet, "{spinner} {elapsed} {human_pos} records read");
+    let mut counting = term::Counting::new(reader.as_mut(), bar.as_ref());
+    let info = if a.quick {
+        quick_count(&a.trace, &mut counting, a.json.as_deref(), bar.as_ref())
+    } else {
+        trace::info::info(&mut counting).map_err(Into::into).and_then(|info| {
+            if let Some(b) = &bar {
+                b.finish_and_clear();
+            }
+            if let Some(path) = &a.json {
+                write_output(path, &(serde_json::to_string_pretty(&info)? + "\n"))?;
+            }
+            if a.json.as_deref() != Some("-") {
+                print_info(&a.trace, &info)?;
+            }
+            Ok(())
+        })
+    };
+    if let Some(b) = &bar {
+        b.finish_and_clear();
     }
-    let info = trace::info::info(reader.as_mut())?;
-    if let Some(path) = &a.json {
-        write_output(path, &(serde_json::to_string_pretty(&info)? + "\n"))?;
-    }
-    if a.json.as_deref() != Some("-") {
-        print_info(&a.trace, &info)?;
-    }
-    Ok(())
+    info
 }
 
-fn quick_count(path: &str, reader: &mut dyn TraceReader, json: Option<&str>) -> Result<()> {
+fn quick_count(
+    path: &str,
+    reader: &mut dyn TraceReader,
+    json: Option<&str>,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<()> {
     let start = Instant::now();
     let (mut by_kind, mut events) = ([0u64; 4], 0u64);
     let mut buf = Vec::with_capacity(trace::BATCH);
@@ -684,6 +694,9 @@ fn quick_count(path: &str, reader: &mut dyn TraceReader, json: Option<&str>) -> 
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let refs: u64 = by_kind.iter().sum();
     let bytes = reader.stats().bytes;
     if let Some(out) = json {

@@ -4,7 +4,6 @@
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use serde_json::Value;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,14 +100,10 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<()> {
 /// an error the running tasks finish and no new one starts.
 fn run_local(sweep: &Sweep, store: &Store, tasks: Vec<sweep::Task>, jobs: usize, quiet: bool) -> Result<()> {
     let todo: u64 = tasks.iter().map(|t| t.points.len() as u64).sum();
-    let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(todo);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} points {elapsed} (eta {eta}) {msg}")
-                .expect("valid template"),
-        );
-        b
-    });
+    let bar = super::term::progress(quiet, "{bar:40} {pos}/{len} points done {elapsed} (eta {eta}) {msg}");
+    if let Some(b) = &bar {
+        b.set_length(todo);
+    }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);

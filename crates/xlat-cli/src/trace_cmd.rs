@@ -5,6 +5,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::ffi::OsString;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use xlat::trace::open::{create_output, Compression};
 use xlat::trace::xtr::{XtrOptions, XtrWriter};
@@ -19,6 +21,9 @@ pub struct TraceArgs {
     output: Option<String>,
     #[command(flatten)]
     pub tracer: TracerArgs,
+    /// No progress line on standard error.
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// The program and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -153,7 +158,8 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
     // Written next to the output and renamed at the end: a failed trace leaves nothing.
     let out = xlat::output::Output::start(&output, "");
     let partial = out.path().to_string_lossy().into_owned();
-    let file = create_output(&partial)?;
+    let written = Arc::new(AtomicU64::new(0));
+    let file: Box<dyn Write + Send> = Box::new(CountingWrite { inner: create_output(&partial)?, n: written.clone() });
     let (sink, compressor) = compress_on_thread(file, compression, &output)?;
     let mut writer = XtrWriter::with_options(sink, &output, opts)?;
     let started = Instant::now();
@@ -164,7 +170,17 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
             return Err(e);
         }
     };
-    let (copied, outcome) = reader.copy_into(&mut writer);
+    let bar = super::term::progress(a.quiet, "{spinner} {elapsed} {human_pos} records traced, {msg} written");
+    let (copied, outcome) = reader.copy_into(&mut Counted {
+        inner: &mut writer,
+        bar: bar.as_ref(),
+        written: &written,
+        throttle: super::term::Throttle::new(),
+        records: 0,
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
     let result: Result<()> = copied.map_err(Into::into);
     warn_untraced(&outcome);
     let result = result.and_then(|()| {
@@ -189,6 +205,51 @@ pub fn cmd_trace(a: TraceArgs) -> Result<()> {
         outcome.status_text(),
     );
     Ok(())
+}
+
+/// The records a writer is given, on a progress line with the bytes written to the file so far.
+struct Counted<'a> {
+    inner: &'a mut dyn TraceWriter,
+    bar: Option<&'a indicatif::ProgressBar>,
+    written: &'a AtomicU64,
+    throttle: super::term::Throttle,
+    records: u64,
+}
+
+impl TraceWriter for Counted<'_> {
+    fn write(&mut self, records: &[Record]) -> Result<(), TraceError> {
+        self.inner.write(records)?;
+        self.records += records.len() as u64;
+        if let Some(b) = self.bar {
+            b.set_position(self.records);
+            if self.throttle.due() {
+                b.set_message(indicatif::HumanBytes(self.written.load(Ordering::Relaxed)).to_string());
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), TraceError> {
+        Ok(())
+    }
+}
+
+/// A file that counts the bytes written to it.
+struct CountingWrite {
+    inner: Box<dyn Write + Send>,
+    n: Arc<AtomicU64>,
+}
+
+impl Write for CountingWrite {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let k = self.inner.write(data)?;
+        self.n.fetch_add(k as u64, Ordering::Relaxed);
+        Ok(k)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Bytes sent to a compressing thread in blocks.

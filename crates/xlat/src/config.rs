@@ -72,8 +72,11 @@ pub struct TlbConfig {
     /// What it serves (default unified).
     #[serde(default)]
     pub serves: Serves,
-    /// Cycles per lookup in this structure, hit or miss (default 1).
-    #[serde(default = "one_u64")]
+    /// Cycles per lookup in this structure, hit or miss (default 0: a first-level hit the
+    /// pipeline overlaps costs nothing; deeper levels, looked up after a miss above them, take
+    /// the latency their machine gives). A first-level structure with a latency charges hit
+    /// latency, which the report marks ([`crate::cost::hit_latency_cycles`]).
+    #[serde(default)]
     pub latency: u64,
     /// Entries of `entries` reserved for page-table translations (a linear table's upper
     /// levels; bala94's wired L2 entries); they form a separate fully associative partition.

@@ -36,6 +36,11 @@
 //! A timed design's execution time ([`time`]) adds the core's base cycles and cache stalls to the
 //! translation cycles that do not overlap the instruction (TLB levels beyond the first), the
 //! page-fault cycles, the shadow-superpage remapping cycles and the kernel cycles.
+//!
+//! A `[[tlb]]`'s `latency` defaults to 0: a first-level hit, which the pipeline overlaps, costs
+//! nothing in any design unless the design says otherwise. A design whose first-level structures
+//! have a latency charges hit latency: [`hit_latency_cycles`] is that part of the `tlb` term, and
+//! the report marks it in the design's column.
 
 use crate::addr::{PageSize, Vpn};
 use crate::limits::{sum, times};
@@ -296,6 +301,13 @@ pub fn cycles(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::Cy
     }
 }
 
+/// The part of the `tlb` term of [`cycles`] that first-level lookups make (the structures the
+/// pipeline overlaps, whose hits cost nothing by default): Σ accesses × latency over them. Not 0
+/// only for a design that charges hit latency.
+pub fn hit_latency_cycles(s: &crate::stats::SystemStats, p: &CostParams) -> u64 {
+    sum(p.tlb_latency.iter().zip(&s.tlb).filter(|(l, _)| !l.1).map(|(&(latency, _), t)| times(t.accesses, latency)))
+}
+
 /// The execution time of a timed design's in-order core (`docs/caches.md`), from its
 /// statistics (their `kernel` made by [`kernel`] first) and the translation cycles [`cycles`]
 /// made of them; `None` for an untimed design.
@@ -373,6 +385,8 @@ mod tests {
             crate::stats::Cycles { tlb, walk_memory: memory, refill_overhead: 10 * 5, page_fault: faults }
         );
         assert_eq!(walker.total(), 1280 + 3700 + 50 + 3000);
+        // Of the tlb term, the level-1 structure's 1000 lookups × 1 are hit latency.
+        assert_eq!(hit_latency_cycles(&s, &params(RefillCost::Walker)), 1000);
         // Software refill: every walk and every nested miss traps.
         assert_eq!(cycles(&s, &params(RefillCost::Traps)).refill_overhead, (10 + 4) * 20);
         // A VHPT walker: each walk, and a trap for each VHPT miss.

@@ -1,4 +1,8 @@
-//! Grouped bar charts and tables for paper reproductions.
+//! Grouped bar charts, line charts and tables for paper reproductions and `xlat curve`.
+//!
+//! A [`LineChart`] draws curves (a miss ratio against TLB entries, say): one line per series
+//! through every one of its points, over a base-2 logarithmic x axis and a linear or base-10
+//! logarithmic y axis, with the drawing library's line series. A [`Figure`] is either kind.
 //!
 //! A [`BarChart`] holds one value per series per category (a workload, say) and writes itself as
 //! an SVG chart, a PNG chart, CSV and a GitHub Markdown table. Both charts share one layout of
@@ -36,9 +40,356 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// One curve of a [`LineChart`]: its points `(x, y)`, drawn in x order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// Legend name.
+    pub name: String,
+    /// The points, each drawn.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Curves on one pair of axes: x on a base-2 logarithmic axis (sizes), y linear or, with
+/// [`LineChart::log_y`], base-10 logarithmic. On a logarithmic y axis a value of 0 is drawn on
+/// the axis floor, half the smallest positive value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineChart {
+    /// Title above the chart.
+    pub title: String,
+    /// Label of the x axis.
+    pub x_label: String,
+    /// Label of the y axis.
+    pub y_label: String,
+    /// The curves, in legend order.
+    pub lines: Vec<Line>,
+    /// A logarithmic y axis.
+    pub log_y: bool,
+    /// A horizontal line at this value with this label.
+    pub reference: Option<(f64, String)>,
+}
+
+/// A figure of a reproduction: bars by category or curves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Figure {
+    /// A grouped bar chart.
+    Bars(BarChart),
+    /// Curves.
+    Lines(LineChart),
+}
+
+impl From<BarChart> for Figure {
+    fn from(c: BarChart) -> Figure {
+        Figure::Bars(c)
+    }
+}
+
+impl From<LineChart> for Figure {
+    fn from(c: LineChart) -> Figure {
+        Figure::Lines(c)
+    }
+}
+
+impl Figure {
+    /// The title.
+    pub fn title(&self) -> &str {
+        match self {
+            Figure::Bars(c) => &c.title,
+            Figure::Lines(c) => &c.title,
+        }
+    }
+
+    /// The values as CSV.
+    pub fn csv(&self) -> String {
+        match self {
+            Figure::Bars(c) => c.csv(),
+            Figure::Lines(c) => c.csv(),
+        }
+    }
+
+    /// The values as a Markdown table with `digits` decimals.
+    pub fn markdown(&self, digits: usize) -> String {
+        match self {
+            Figure::Bars(c) => c.markdown(digits),
+            Figure::Lines(c) => c.markdown(digits),
+        }
+    }
+
+    /// The chart as SVG text.
+    pub fn svg(&self) -> Result<String, PlotError> {
+        match self {
+            Figure::Bars(c) => c.svg(),
+            Figure::Lines(c) => c.svg(),
+        }
+    }
+
+    /// Writes the SVG chart to `path`.
+    pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
+        match self {
+            Figure::Bars(c) => c.write_svg(path),
+            Figure::Lines(c) => c.write_svg(path),
+        }
+    }
+
+    /// Writes the PNG chart to `path`.
+    pub fn write_png(&self, path: &Path) -> Result<(), PlotError> {
+        match self {
+            Figure::Bars(c) => c.write_png(path),
+            Figure::Lines(c) => c.write_png(path),
+        }
+    }
+}
+
+impl LineChart {
+    /// The chart as SVG text, [`WIDTH`] x [`HEIGHT`]: one polyline per line, through each of
+    /// its points.
+    pub fn svg(&self) -> Result<String, PlotError> {
+        self.check()?;
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(|e| self.draw_error(e))?;
+        }
+        Ok(out)
+    }
+
+    /// Writes [`LineChart::svg`] to `path`.
+    pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let svg = self.svg()?;
+        std::fs::write(path, svg).map_err(|e| PlotError::Write { path: path.to_owned(), message: e.to_string() })
+    }
+
+    /// Draws the chart as a PNG file at `path` (text in [`PNG_FONT_FILE`]).
+    pub fn write_png(&self, path: &Path) -> Result<(), PlotError> {
+        self.check()?;
+        png_font()?;
+        let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(|e| self.draw_error(e))?;
+        }
+        write_rgb_png(path, &rgb)
+    }
+
+    /// The points as CSV: `series,x,y`, one row per point.
+    pub fn csv(&self) -> String {
+        let mut out = format!("series,{},{}\n", csv_field(&self.x_label), csv_field(&self.y_label));
+        for l in &self.lines {
+            for (x, y) in &l.points {
+                let _ = writeln!(out, "{},{x},{y}", csv_field(&l.name));
+            }
+        }
+        out
+    }
+
+    /// The points as a Markdown table: one row per x value, one column per line.
+    pub fn markdown(&self, digits: usize) -> String {
+        let mut xs: Vec<f64> = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        let mut out = format!("| {} |", md_cell(&self.x_label));
+        for l in &self.lines {
+            let _ = write!(out, " {} |", md_cell(&l.name));
+        }
+        out.push_str("\n| ---: |");
+        for _ in &self.lines {
+            out.push_str(" ---: |");
+        }
+        out.push('\n');
+        for x in xs {
+            let _ = write!(out, "| {x} |");
+            for l in &self.lines {
+                match l.points.iter().find(|p| p.0 == x) {
+                    Some((_, y)) => {
+                        let _ = write!(out, " {y:.digits$} |");
+                    }
+                    None => out.push_str(" — |"),
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    fn invalid(&self, message: String) -> PlotError {
+        PlotError::Invalid { title: self.title.clone(), message }
+    }
+
+    fn draw_error<E: std::error::Error + Send + Sync>(&self, e: DrawingAreaErrorKind<E>) -> PlotError {
+        PlotError::Draw { title: self.title.clone(), message: e.to_string() }
+    }
+
+    fn check(&self) -> Result<(), PlotError> {
+        if self.lines.iter().all(|l| l.points.is_empty()) {
+            return Err(self.invalid("no points to draw".into()));
+        }
+        for l in &self.lines {
+            for &(x, y) in &l.points {
+                if !(x.is_finite() && x > 0.0 && y.is_finite() && y >= 0.0) {
+                    return Err(self.invalid(format!("line {:?}: point ({x}, {y}) cannot be drawn", l.name)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The x range (with a little room on a log scale) and the y range.
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
+        let pts = || self.lines.iter().flat_map(|l| l.points.iter().copied());
+        let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
+        x0 /= 1.15;
+        x1 *= 1.15;
+        let mut y1 = pts().fold(0.0f64, |a, (_, y)| a.max(y));
+        if let Some((r, _)) = &self.reference {
+            y1 = y1.max(*r);
+        }
+        if self.log_y {
+            let y0 = pts().filter(|p| p.1 > 0.0).fold(f64::MAX, |a, (_, y)| a.min(y));
+            if y0 == f64::MAX {
+                return ((x0, x1), (0.5, 1.0));
+            }
+            ((x0, x1), (y0 / 2.0, y1 * 1.5))
+        } else {
+            ((x0, x1), (0.0, if y1 > 0.0 { y1 * 1.05 } else { 1.0 }))
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
+        let de = |e| self.draw_error(e);
+        let font = |size: u32| FontDesc::new(FontFamily::Name(FAMILY), size as f64, FontStyle::Normal);
+        root.fill(&WHITE).map_err(de)?;
+        let margin = 16;
+        let mut top = margin;
+        if !self.title.is_empty() {
+            let style = font(TITLE_FONT).style(FontStyle::Bold).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(self.title.as_str(), (WIDTH as i32 / 2, top), style)).map_err(de)?;
+            top += TITLE_FONT as i32 + 10;
+        }
+        // Legend: centred rows of a short line in the line's colour and its name.
+        let rows = legend_rows(self.lines.iter().map(|l| l.name.as_str()), WIDTH as i32 - 2 * margin);
+        for (r, row) in rows.iter().enumerate() {
+            let row_w: i32 = row.iter().map(|&j| legend_item_w(&self.lines[j].name)).sum::<i32>() - LEGEND_GAP;
+            let mut x = (WIDTH as i32 - row_w) / 2;
+            let ym = top + r as i32 * LEGEND_ROW + LEGEND_ROW / 2;
+            for &j in row {
+                let swatch = colour(j).stroke_width(3);
+                root.draw(&Rectangle::new([(x, ym - 1), (x + 14, ym + 1)], swatch.filled())).map_err(de)?;
+                let style = font(LEGEND_FONT).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+                root.draw(&Text::new(self.lines[j].name.as_str(), (x + 20, ym), style)).map_err(de)?;
+                x += legend_item_w(&self.lines[j].name);
+            }
+        }
+        top += rows.len() as i32 * LEGEND_ROW + 8;
+        // Axis names, drawn here so that no text needs measuring.
+        let bottom = AXIS_FONT as i32 + margin;
+        if !self.x_label.is_empty() {
+            let style = font(AXIS_FONT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom));
+            root.draw(&Text::new(self.x_label.as_str(), (WIDTH as i32 / 2, HEIGHT as i32 - margin), style))
+                .map_err(de)?;
+        }
+        if !self.y_label.is_empty() {
+            let style = font(AXIS_FONT)
+                .transform(FontTransform::Rotate270)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(self.y_label.as_str(), (margin, (top + HEIGHT as i32 - bottom) / 2), style))
+                .map_err(de)?;
+        }
+        let reserve = if self.reference.is_some() { 110 } else { margin + 8 };
+        let area = root.margin(top, bottom, margin + AXIS_FONT as i32 + 6, reserve);
+        let ((x0, x1), (y0, y1)) = self.ranges();
+        let x = (x0..x1).log_scale().base(2.0);
+        if self.log_y {
+            self.draw_lines(&area, x, (y0..y1).log_scale(), y0)
+        } else {
+            self.draw_lines(&area, x, y0..y1, y0)
+        }
+    }
+
+    /// The axes, grid and lines in `area`, whatever the kind of its y axis (`floor`: where a 0
+    /// is drawn).
+    fn draw_lines<DB, X, Y>(&self, area: &DrawingArea<DB, Shift>, x: X, y: Y, floor: f64) -> Result<(), PlotError>
+    where
+        DB: DrawingBackend,
+        X: AsRangedCoord<Value = f64>,
+        Y: AsRangedCoord<Value = f64>,
+        X::CoordDescType: ValueFormatter<f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let de = |e| self.draw_error(e);
+        let font = |size: u32| FontDesc::new(FontFamily::Name(FAMILY), size as f64, FontStyle::Normal);
+        let mut chart =
+            ChartBuilder::on(area).x_label_area_size(34).y_label_area_size(70).build_cartesian_2d(x, y).map_err(de)?;
+        let x_tick = |v: &f64| format!("{}", v.round());
+        let y_tick = |v: &f64| tick_text(*v);
+        chart
+            .configure_mesh()
+            .x_labels(24)
+            .y_labels(14)
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&y_tick)
+            .label_style(font(TICK_FONT))
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .axis_style(RGBColor(0x33, 0x33, 0x33))
+            .draw()
+            .map_err(de)?;
+        let log = self.log_y;
+        for (j, l) in self.lines.iter().enumerate() {
+            let mut pts = l.points.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let at = move |(x, y): (f64, f64)| (x, if log && y <= 0.0 { floor } else { y });
+            let style = colour(j).stroke_width(2);
+            chart.draw_series(LineSeries::new(pts.iter().copied().map(at), style)).map_err(de)?;
+            if pts.len() <= 64 {
+                chart.draw_series(pts.iter().map(|&p| Circle::new(at(p), 3, colour(j).filled()))).map_err(de)?;
+            }
+        }
+        if let Some((v, label)) = &self.reference {
+            let ref_colour = RGBColor(0xb0, 0x00, 0x20);
+            let xr = chart.x_range();
+            let line = ShapeStyle { color: ref_colour.to_rgba(), filled: false, stroke_width: 2 };
+            chart.draw_series(LineSeries::new([(xr.start, *v), (xr.end, *v)], line)).map_err(de)?;
+            let (px, py) = chart.backend_coord(&(xr.end, *v));
+            let (bx, by) = area.get_base_pixel();
+            let style = font(LEGEND_FONT).color(&ref_colour).pos(Pos::new(HPos::Left, VPos::Center));
+            area.draw(&Text::new(label.as_str(), (px + 6 - bx, py - by), style)).map_err(de)?;
+        }
+        Ok(())
+    }
+}
+
+/// A y tick label with about three significant digits and no trailing zeros: `0.01`, `2.5`, `40`.
+fn tick_text(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Writes an RGB buffer of [`WIDTH`] x [`HEIGHT`] as a PNG file.
+fn write_rgb_png(path: &Path, rgb: &[u8]) -> Result<(), PlotError> {
+    let write_error = |message: String| PlotError::Write { path: path.to_owned(), message };
+    let file = std::fs::File::create(path).map_err(|e| write_error(e.to_string()))?;
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(|e| write_error(e.to_string()))?;
+    writer.write_image_data(rgb).map_err(|e| write_error(e.to_string()))?;
+    writer.finish().map_err(|e| write_error(e.to_string()))
+}
 
 /// Width of both charts, in pixels.
 pub const WIDTH: u32 = 1200;
@@ -156,14 +507,7 @@ impl BarChart {
             self.draw(&root, &layout)?;
             root.present().map_err(|e| self.draw_error(e))?;
         }
-        let write_error = |message: String| PlotError::Write { path: path.to_owned(), message };
-        let file = std::fs::File::create(path).map_err(|e| write_error(e.to_string()))?;
-        let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().map_err(|e| write_error(e.to_string()))?;
-        writer.write_image_data(&rgb).map_err(|e| write_error(e.to_string()))?;
-        writer.finish().map_err(|e| write_error(e.to_string()))
+        write_rgb_png(path, &rgb)
     }
 
     /// The values as CSV: a header `category,<series names>`, then one row per category; a
@@ -298,7 +642,7 @@ impl BarChart {
         let margin = 16;
         let title_y = margin;
         let legend_y = title_y + if self.title.is_empty() { 0 } else { 36 };
-        let legend_rows = legend_rows(&self.series, (WIDTH as i32) - 2 * margin);
+        let legend_rows = legend_rows(self.series.iter().map(|s| s.name.as_str()), (WIDTH as i32) - 2 * margin);
         let legend_h = legend_rows.len() as i32 * LEGEND_ROW;
 
         let tick_w = ticks.iter().map(|(_, t)| text_width(t, TICK_FONT)).max().unwrap_or(0);
@@ -515,11 +859,11 @@ fn legend_item_w(name: &str) -> i32 {
 }
 
 /// Splits the series into legend rows no wider than `width`.
-fn legend_rows(series: &[Series], width: i32) -> Vec<Vec<usize>> {
+fn legend_rows<'a>(names: impl IntoIterator<Item = &'a str>, width: i32) -> Vec<Vec<usize>> {
     let mut rows: Vec<Vec<usize>> = Vec::new();
     let mut used = 0;
-    for (j, s) in series.iter().enumerate() {
-        let w = legend_item_w(&s.name);
+    for (j, name) in names.into_iter().enumerate() {
+        let w = legend_item_w(name);
         match rows.last_mut() {
             Some(row) if used + w - LEGEND_GAP <= width => {
                 row.push(j);

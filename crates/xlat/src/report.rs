@@ -149,6 +149,7 @@ pub fn design_json(s: &System) -> Value {
             "walk_memory": st.cycles.walk_memory,
             "refill_overhead": st.cycles.refill_overhead,
             "page_fault": st.cycles.page_fault,
+            "hit_latency": crate::cost::hit_latency_cycles(&st, s.design().cost()),
         },
         "events": st.events,
         "kernel": st.kernel,
@@ -347,22 +348,23 @@ fn trace_name(path: &str, format: &str) -> String {
     }
 }
 
-/// A side-by-side text table, one column per system.
-pub fn table(input: &ReportInput, systems: &[System]) -> String {
+/// A side-by-side text table, one column per system, in lines of at most `width` characters:
+/// when the columns do not fit side by side they are printed in blocks of as many as fit, each
+/// block with the row labels and without the rows that are empty in all of its columns. (A
+/// single column wider than `width`, or a failed design's error line, may still be longer.)
+pub fn table(input: &ReportInput, systems: &[System], width: usize) -> String {
     let t = &input.summary.trace;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "trace {}: {} references ({} ifetch, {} load, {} store, {} modify), {} events{}",
-        trace_name(input.trace_path, input.format),
-        t.references,
-        t.by_kind[0],
-        t.by_kind[1],
-        t.by_kind[2],
-        t.by_kind[3],
-        t.events,
-        if input.summary.truncated_by_limit { ", stopped at --max-refs" } else { "" }
-    );
+    let name = trace_name(input.trace_path, input.format);
+    let limit = if input.summary.truncated_by_limit { ", stopped at --max-refs" } else { "" };
+    let kinds =
+        format!("{} ifetch, {} load, {} store, {} modify", t.by_kind[0], t.by_kind[1], t.by_kind[2], t.by_kind[3]);
+    let line = format!("trace {name}: {} references ({kinds}), {} events{limit}", t.references, t.events);
+    if line.chars().count() <= width {
+        let _ = writeln!(out, "{line}");
+    } else {
+        let _ = writeln!(out, "trace {name}:\n  {} references ({kinds})\n  {} events{limit}", t.references, t.events);
+    }
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     // A failed design's counters stop where it failed: its column shows none of them.
     rows.push(("config".to_string(), systems.iter().map(|s| s.config().name.clone()).collect()));
@@ -470,8 +472,21 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         row("stlb lookups", &|_, st| st.stlb.map(|c| c.lookups.to_string()).unwrap_or_default());
         row("  hits", &|_, st| st.stlb.map(|c| c.hits.to_string()).unwrap_or_default());
     }
-    row("cycles", &|_, st| st.cycles.total().to_string());
+    row("translation cycles", &|_, st| st.cycles.total().to_string());
     row("  per lookup", &|_, st| format!("{:.3}", ratio(st.cycles.total(), st.lookups)));
+    // First-level hits cost nothing unless a design charges hit latency: its column says so.
+    let hit_latency: Vec<u64> =
+        systems.iter().zip(&stats).map(|(s, st)| crate::cost::hit_latency_cycles(st, s.design().cost())).collect();
+    if hit_latency.iter().any(|&h| h > 0) {
+        row("  of which L1 hit latency", &|s, st| {
+            let h = crate::cost::hit_latency_cycles(st, s.design().cost());
+            if h > 0 {
+                h.to_string()
+            } else {
+                String::new()
+            }
+        });
+    }
     let max_caches = systems.iter().filter_map(|s| s.caches()).map(|h| h.levels().len()).max().unwrap_or(0);
     for i in 0..max_caches {
         let level = |s: &System| s.caches().and_then(|h| h.levels().get(i).cloned());
@@ -520,7 +535,7 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
                 })
                 .unwrap_or_default()
         });
-        row("time (cycles)", &|_, st| st.time.map(|t| t.cycles.to_string()).unwrap_or_default());
+        row("total time (cycles)", &|_, st| st.time.map(|t| t.cycles.to_string()).unwrap_or_default());
         row("  instructions", &|_, st| st.time.map(|t| t.instructions.to_string()).unwrap_or_default());
         row("  base", &|_, st| st.time.map(|t| t.base.to_string()).unwrap_or_default());
         row("  icache stalls", &|_, st| st.time.map(|t| t.icache.to_string()).unwrap_or_default());
@@ -534,15 +549,34 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
             st.time.map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()
         });
     }
-    let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let col_w: Vec<usize> =
-        (0..systems.len()).map(|c| rows.iter().map(|r| r.1[c].len()).max().unwrap_or(0).max(8)).collect();
-    for (label, cells) in rows {
-        let mut line = format!("{label:<label_w$}");
-        for (c, cell) in cells.iter().enumerate() {
-            let _ = write!(line, "  {cell:>w$}", w = col_w[c]);
+        (0..systems.len()).map(|c| rows.iter().map(|r| r.1[c].chars().count()).max().unwrap_or(0).max(8)).collect();
+    for (b, block) in column_blocks(label_w, &col_w, width).into_iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        let mut blank = false;
+        for (i, (label, cells)) in rows.iter().enumerate() {
+            let cells = &cells[block.clone()];
+            // Rows of parts no design of this block has (a third TLB, caches) are left out.
+            if i > 0 && !label.is_empty() && cells.iter().all(String::is_empty) {
+                continue;
+            }
+            if label.is_empty() && cells.iter().all(String::is_empty) {
+                if blank {
+                    continue;
+                }
+                blank = true;
+            } else {
+                blank = false;
+            }
+            let mut line = format!("{label:<label_w$}");
+            for (cell, w) in cells.iter().zip(&col_w[block.clone()]) {
+                let _ = write!(line, "  {cell:>w$}");
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
     }
     for s in systems {
         if let Some(f) = s.failure() {
@@ -550,6 +584,22 @@ pub fn table(input: &ReportInput, systems: &[System]) -> String {
         }
     }
     out
+}
+
+/// The columns of a table in blocks that fit `width` characters beside the labels (two spaces
+/// before each column); every block holds at least one column.
+fn column_blocks(label_w: usize, col_w: &[usize], width: usize) -> Vec<std::ops::Range<usize>> {
+    let mut blocks = Vec::new();
+    let (mut start, mut used) = (0, label_w);
+    for (c, w) in col_w.iter().enumerate() {
+        if c > start && used + 2 + w > width {
+            blocks.push(start..c);
+            (start, used) = (c, label_w);
+        }
+        used += 2 + w;
+    }
+    blocks.push(start..col_w.len());
+    blocks
 }
 
 /// A size for people: `16 KB`, `1.5 MB`, `100 B`.

@@ -127,13 +127,121 @@ fn json_and_csv_contract() {
     assert_eq!(table.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count(), 8);
 }
 
+/// The polylines of an SVG (`stroke` colour, points), in document order.
+fn polylines(svg: &str) -> Vec<(String, Vec<(i32, i32)>)> {
+    let attr = |tag: &str, name: &str| -> String {
+        let at = tag.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("{name} in {tag}")) + name.len() + 3;
+        tag[at..at + tag[at..].find('"').unwrap()].to_string()
+    };
+    svg.split("<polyline")
+        .skip(1)
+        .map(|rest| {
+            let tag = &rest[..rest.find("/>").unwrap()];
+            let points = attr(tag, "points")
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            (attr(tag, "stroke"), points)
+        })
+        .collect()
+}
+
+/// The texts of an SVG's `<text>` elements.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].trim().to_string())
+        .collect()
+}
+
+/// Every computed point is drawn: one polyline per associativity and page size, through as
+/// many points as the CSV has for it (a fully associative point of n entries lies on the
+/// n-way line too), left to right; everything else drawn as a line is a 2-point segment.
 #[test]
-fn plot_writes_an_svg() {
+fn plot_draws_a_line_through_every_point_of_each_curve() {
     let dir = tempfile::tempdir().unwrap();
-    let svg = dir.path().join("mrc.svg");
-    let out = run(&["curve", "-q", "-t", s(&demo_xtr()), "--entries", "1..300", "--ways", "full,4", "--plot", s(&svg)]);
+    let (svg, csv) = (dir.path().join("mrc.svg"), dir.path().join("mrc.csv"));
+    let out = run(&[
+        "curve",
+        "-q",
+        "-t",
+        s(&demo_xtr()),
+        "--entries",
+        "1..300",
+        "--ways",
+        "full,1,4",
+        "--page-size",
+        "4096,2M",
+        "--plot",
+        s(&svg),
+        "--csv",
+        s(&csv),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    let rows: Vec<Vec<u64>> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            vec![f[0].parse().unwrap(), f[1].parse().unwrap(), f[5].parse().unwrap()]
+        })
+        .collect();
+    let mut want = Vec::new();
+    for page in [4096, 2 << 20] {
+        for ways in [0, 1, 4] {
+            let on = |r: &&Vec<u64>| r[2] == page && if ways == 0 { r[0] == r[1] } else { r[1] == ways };
+            want.push(rows.iter().filter(on).count());
+        }
+    }
+    // Per page size, 300 fully associative sizes, direct-mapped at the powers of two 1 to 256
+    // (a range gives a way count the sizes it splits into a power of two of sets), 4-way at 4
+    // to 256.
+    assert_eq!(want, vec![300, 9, 7, 300, 9, 7]);
+    let lines: Vec<_> = polylines(&text).into_iter().filter(|(_, p)| p.len() > 2).collect();
+    assert_eq!(lines.iter().map(|(_, p)| p.len()).collect::<Vec<_>>(), want);
+    for (_, p) in &lines {
+        assert!(p.windows(2).all(|w| w[0].0 <= w[1].0), "drawn left to right");
+    }
+    let mut colours: Vec<&String> = lines.iter().map(|(c, _)| c).collect();
+    colours.sort();
+    colours.dedup();
+    assert_eq!(colours.len(), 6, "a colour per line");
+    // The entries axis is base-2 logarithmic: its labels are the powers of two, evenly spaced.
+    let t = texts(&text);
+    for e in ["1", "2", "4", "8", "16", "32", "64", "128", "256"] {
+        assert!(t.iter().any(|x| x == e), "x label {e} in {t:?}");
+    }
+    assert!(!t.iter().any(|x| x == "3" || x == "100"), "{t:?}");
+}
+
+/// `--log-y` makes the miss-ratio axis logarithmic: its labels are successive powers of ten
+/// (a linear axis labels equal steps from 0); without it the axis starts at 0.
+#[test]
+fn log_y_labels_the_miss_ratio_axis_in_powers_of_ten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lin, log) = (dir.path().join("lin.svg"), dir.path().join("log.svg"));
+    let t = demo_xtr();
+    let args = ["curve", "-q", "-t", s(&t), "--entries", "1..512", "--plot"];
+    let out = run(&[&args[..], &[s(&lin)]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[&args[..], &[s(&log), "--log-y"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (lin, log) = (texts(&std::fs::read_to_string(&lin).unwrap()), texts(&std::fs::read_to_string(&log).unwrap()));
+    // The fully associative curve of the bundled trace runs from 55% at 1 entry to 0.03% at 512.
+    for v in ["0.1", "1", "10"] {
+        assert!(log.iter().any(|x| x == v), "log label {v} in {log:?}");
+    }
+    assert!(!log.iter().any(|x| x == "0" || x == "20"), "{log:?}");
+    for v in ["0", "10", "20", "30"] {
+        assert!(lin.iter().any(|x| x == v), "linear label {v} in {lin:?}");
+    }
+    assert!(!lin.iter().any(|x| x == "0.1"), "{lin:?}");
 }
 
 /// The bound docs/curve.md states for `--sample 0.1` on the bundled trace: every fully
@@ -177,6 +285,8 @@ fn bad_input_is_one_line_and_status_2() {
         (vec!["--page-size", "3000"], "--page-size"),
         (vec!["--sample", "1.5"], "--sample"),
         (vec!["--plot", "x.pdf"], "--plot"),
+        (vec!["--log-y"], "--log-y"),
+        (vec!["--plot", "x.svg", "--log-y=yes"], "--log-y"),
     ];
     for (extra, want) in cases {
         let mut a = vec!["curve", "-t", s(&t), "--json", s(&json)];

@@ -17,6 +17,7 @@ mod robustness;
 mod run;
 mod snapshot;
 mod sweep;
+mod terminal;
 mod tools;
 mod trace;
 mod workloads;

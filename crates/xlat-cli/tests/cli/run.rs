@@ -58,7 +58,9 @@ fn minimal_config_on_the_lackey_fixture_is_consistent() {
     assert_eq!(st(c, "/page_table/kind"), "radix");
     let bytes = u(c, "/page_table/bytes");
     assert!(bytes > 0 && bytes % 4096 == 0, "radix nodes are 4 KB each: {bytes}");
-    assert!(u(c, "/cycles/total") >= u(t, "/accesses"), "latency 1 per lookup at least");
+    // No hit latency by default: the cycles are the walks' references at memory_cycles 100.
+    assert_eq!(u(c, "/cycles/tlb"), 0);
+    assert_eq!(u(c, "/cycles/total"), 100 * u(c, "/walks/memory_refs"));
 }
 
 #[test]
@@ -522,4 +524,55 @@ fn json_takes_a_file_or_dash_everywhere() {
         };
         assert_eq!(strip(in_file), strip(on_stdout), "{a:?}");
     }
+}
+
+/// Cycles mean one thing in every column: a hand-written TLB without `latency` and a preset of
+/// the same TLB (talluri95's 64-entry fully associative LRU TLB) charge no cycles for hits; a
+/// design that sets `latency = 2` on it charges exactly 2 per lookup more than without, and its
+/// column (only its) says so.
+#[test]
+fn hit_latency_is_zero_by_default_and_marked_where_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), "fa64.toml", MINIMAL);
+    let slow = MINIMAL
+        .replace("name = \"fa64\"", "name = \"fa64-slow\"")
+        .replace("policy = \"lru\" ", "latency = 2\npolicy = \"lru\" ");
+    let slow = write(dir.path(), "slow.toml", slow);
+    let json = dir.path().join("out.json");
+    let t = lackey_fixture();
+    let out = run(&[
+        "run",
+        "--config",
+        s(&plain),
+        "--config",
+        s(&slow),
+        "--preset",
+        "talluri95",
+        "--trace",
+        s(&t),
+        "--json",
+        s(&json),
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let lookups = v["trace"]["lookups"].as_u64().unwrap();
+    assert_eq!(lookups, 739_689);
+    let c = |i: usize| &v["configs"][i];
+    // The same TLB: the same hits, and no cycles for them in either design.
+    assert_eq!(c(0)["tlb"][0]["hits"], c(2)["tlb"][0]["hits"]);
+    for i in [0, 2] {
+        assert_eq!(c(i)["cycles"]["tlb"], 0, "{}", c(i)["name"]);
+        assert_eq!(c(i)["cycles"]["hit_latency"], 0, "{}", c(i)["name"]);
+    }
+    // latency = 2: 2 cycles per lookup, all of them hit latency, nothing else changed.
+    assert_eq!(c(1)["cycles"]["tlb"].as_u64(), Some(2 * lookups));
+    assert_eq!(c(1)["cycles"]["hit_latency"].as_u64(), Some(2 * lookups));
+    assert_eq!(c(1)["cycles"]["total"].as_u64().unwrap() - c(0)["cycles"]["total"].as_u64().unwrap(), 2 * lookups);
+    let table = String::from_utf8(out.stdout).unwrap();
+    let row = table.lines().find(|l| l.starts_with("  of which L1 hit latency")).expect("a hit-latency row");
+    assert_eq!(row.split_whitespace().skip(5).collect::<Vec<_>>(), vec![(2 * lookups).to_string()]);
+    assert!(table.lines().any(|l| l.starts_with("translation cycles ")), "{table}");
+    // Without a design that charges it, the row is not there.
+    let out = run(&["run", "--config", s(&plain), "--preset", "talluri95", "--trace", s(&t)]);
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("hit latency"));
 }

@@ -176,8 +176,10 @@ fn demo_runs_with_no_arguments_and_compares_designs() {
     for n in &names {
         assert!(table.contains(n), "the table names {n}:\n{table}");
     }
-    let header = table.lines().find(|l| l.starts_with("config")).unwrap_or_else(|| panic!("{table}"));
-    assert_eq!(header.split_whitespace().count(), 1 + names.len(), "one column per design: {header}");
+    // One column per design, in blocks of columns that fit 100 characters.
+    let columns: usize =
+        table.lines().filter(|l| l.starts_with("config")).map(|l| l.split_whitespace().count() - 1).sum();
+    assert_eq!(columns, names.len(), "one column per design:\n{table}");
     // The demo runs the bundled trace: the same counters as `run` on data/demo.xtr.
     assert_eq!(u(&v, "/trace/references"), count_lackey(lackey_text()).iter().sum::<u64>());
     let x86 = run_json(&["run", "-p", "x86-64", "-t", s(&demo_xtr())]);
@@ -188,9 +190,9 @@ fn demo_runs_with_no_arguments_and_compares_designs() {
 fn demo_names_its_trace_once() {
     let table = stdout(&ok(run(&["demo"])));
     let line = table.lines().find(|l| l.starts_with("trace ")).unwrap_or_else(|| panic!("{table}"));
-    assert!(line.starts_with("trace data/demo.xtr (bundled, xtr): "), "{line}");
+    assert!(line.starts_with("trace data/demo.xtr (bundled, xtr):"), "{line}");
     let run_table = stdout(&ok(run(&["run", "-p", "x86-64", "-t", s(&demo_xtr())])));
-    assert!(run_table.lines().any(|l| l.starts_with("trace ") && l.contains(".xtr (xtr): ")), "{run_table}");
+    assert!(run_table.lines().any(|l| l.starts_with("trace ") && l.contains(".xtr (xtr):")), "{run_table}");
 }
 
 #[test]

@@ -20,7 +20,7 @@
 use super::{claims_markdown, preset_with, run_designs, trace_program, write_outputs, Claim, ReproError};
 use crate::config::{Config, Serves};
 use crate::os::regions::RidAlloc;
-use crate::plot::{BarChart, Series};
+use crate::plot::{BarChart, Figure, Line, LineChart, Series};
 use crate::tlb::Policy;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -469,26 +469,30 @@ impl Chapman03 {
         (procs, w(&|r| r.pt_entries_mean), w(&|r| r.pt_entries_peak_mean), peak)
     }
 
-    fn fig2_chart(&self, experiment: &str, d: &Trio, title: &str) -> BarChart {
+    fn fig2_chart(&self, experiment: &str, d: &Trio, title: &str) -> LineChart {
         let plan = &self.plan;
-        BarChart {
+        // Runtime against the pages shared: a curve per design over a base-2 axis of pages.
+        LineChart {
             title: title.to_string(),
             x_label: "shared pages".to_string(),
             y_label: "runtime / short VHPT".to_string(),
-            categories: plan.pages.iter().map(|p| p.to_string()).collect(),
-            series: [d.short, d.long, d.sharing]
+            lines: [d.short, d.long, d.sharing]
                 .iter()
-                .map(|name| Series {
+                .map(|name| Line {
                     name: name.to_string(),
-                    values: plan.pages.iter().map(|&p| self.ratio(experiment, p, plan.n, name, d.short)).collect(),
+                    points: plan
+                        .pages
+                        .iter()
+                        .filter_map(|&p| self.ratio(experiment, p, plan.n, name, d.short).map(|v| (p as f64, v)))
+                        .collect(),
                 })
                 .collect(),
-            y_max: None,
+            log_y: false,
             reference: Some((1.0, "short VHPT".to_string())),
         }
     }
 
-    fn figures(&self) -> Vec<(String, BarChart)> {
+    fn figures(&self) -> Vec<(String, Figure)> {
         let plan = &self.plan;
         let n = plan.n;
         let fig2 = self.fig2_chart(
@@ -525,10 +529,10 @@ impl Chapman03 {
             reference: Some((1.0, "short VHPT".to_string())),
         };
         vec![
-            ("figure2".to_string(), fig2),
-            ("figure2-random".to_string(), fig2_random),
-            ("figure2-itlb".to_string(), fig2_itlb),
-            ("table3".to_string(), table3),
+            ("figure2".to_string(), fig2.into()),
+            ("figure2-random".to_string(), fig2_random.into()),
+            ("figure2-itlb".to_string(), fig2_itlb.into()),
+            ("table3".to_string(), table3.into()),
         ]
     }
 
@@ -621,7 +625,7 @@ impl Chapman03 {
         s += &self.passes_markdown();
         s += &self.pt_markdown();
         for (stem, chart) in self.figures() {
-            s += &format!("\n## {}\n\n![{stem}]({stem}.svg)\n\n{}", chart.title, chart.markdown(3));
+            s += &format!("\n## {}\n\n![{stem}]({stem}.svg)\n\n{}", chart.title(), chart.markdown(3));
         }
         s
     }

@@ -17,7 +17,7 @@ pub use talluri95::*;
 
 use crate::config::{Config, ConfigError};
 use crate::engine::{self, RunOptions, SimError, System};
-use crate::plot::BarChart;
+use crate::plot::Figure;
 use crate::snapshot::SnapshotError;
 use crate::trace::TraceError;
 use serde::Serialize;
@@ -113,7 +113,7 @@ pub(crate) fn fmt_list(items: &[(String, f64)], digits: usize) -> String {
 /// drawn, e.g. without fonts).
 pub(crate) fn write_outputs(
     dir: &Path,
-    figures: Vec<(String, BarChart)>,
+    figures: Vec<(String, impl Into<Figure>)>,
     results: &serde_json::Value,
     markdown: &str,
 ) -> Result<(Vec<PathBuf>, Vec<String>), ReproError> {
@@ -122,6 +122,7 @@ pub(crate) fn write_outputs(
     let mut files = Vec::new();
     let mut warnings = Vec::new();
     for (stem, chart) in figures {
+        let chart: Figure = chart.into();
         let csv = dir.join(format!("{stem}.csv"));
         std::fs::write(&csv, chart.csv()).map_err(|e| err(&csv, e.to_string()))?;
         files.push(csv);
