@@ -559,6 +559,8 @@ pub struct Hierarchy {
     first: [u8; 3],
     /// The memory controller's TLB (`[mtlb]`), between the last level and DRAM.
     mtlb: Option<Box<crate::mtlb::Mtlb>>,
+    /// Cycles an MTLB miss adds (its table read): `mtlb.miss_cycles`, or the memory latency.
+    mtlb_miss: u64,
     /// Every request that reached DRAM, when recorded ([`Hierarchy::record_dram`]).
     dram_log: Option<Vec<DramRequest>>,
 }
@@ -644,6 +646,7 @@ impl Hierarchy {
             memory: MemoryStats::default(),
             first,
             mtlb: None,
+            mtlb_miss: 0,
             dram_log: None,
         })
     }
@@ -795,9 +798,9 @@ impl Hierarchy {
         let (cycles, dram) = match self.mtlb.as_deref_mut() {
             None => (self.memory_latency, Some(pa)),
             Some(m) => {
-                // The controller's cycle, and on an MTLB miss the table entry's DRAM read.
+                // The controller's cycle, and on an MTLB miss the table entry's read.
                 let r = m.access(write, pa);
-                (r.cycles + self.memory_latency * (1 + r.table_read.is_some() as u64), r.dram)
+                (r.cycles + self.memory_latency + self.mtlb_miss * r.table_read.is_some() as u64, r.dram)
             }
         };
         if let Some(log) = &mut self.dram_log {
@@ -843,6 +846,7 @@ impl Hierarchy {
 
     /// Puts the memory controller's TLB between the last level and DRAM.
     pub fn set_mtlb(&mut self, m: crate::mtlb::Mtlb) {
+        self.mtlb_miss = m.miss_cycles().unwrap_or(self.memory_latency);
         self.mtlb = Some(Box::new(m));
     }
 

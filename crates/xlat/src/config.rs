@@ -204,11 +204,43 @@ impl Default for StlbConfig {
 pub struct TimeConfig {
     /// Base cycles per instruction: everything but the stalls the model adds (default 1.0).
     pub cpi: f64,
+    /// How the core waits for data-cache misses: `blocking` (every miss stalls the core for
+    /// its whole latency; the default) or `overlap` (misses close together overlap, see
+    /// [`crate::cost::Overlap`] and docs/caches.md).
+    pub core: Core,
+    /// `overlap`: misses that may be outstanding at once (miss status holding registers;
+    /// default 6, the pending transactions of HP's Runway bus, which swanson98 §3.2 models).
+    pub mshrs: u32,
+    /// `overlap`: instructions from a group's first miss within which later misses join it
+    /// (default 8: an assumption, the distance a single-issue stall-on-use core runs ahead of
+    /// a missing load before an instruction uses it).
+    pub window: u64,
+}
+
+/// `time.core`: whether data-cache misses overlap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Core {
+    /// Every miss stalls the core for its whole latency.
+    #[default]
+    Blocking,
+    /// Non-blocking loads, stall on use: misses issued close together overlap.
+    Overlap,
+}
+
+impl Core {
+    /// The name in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Core::Blocking => "blocking",
+            Core::Overlap => "overlap",
+        }
+    }
 }
 
 impl Default for TimeConfig {
     fn default() -> Self {
-        TimeConfig { cpi: 1.0 }
+        TimeConfig { cpi: 1.0, core: Core::Blocking, mshrs: 6, window: 8 }
     }
 }
 
@@ -526,6 +558,18 @@ impl Config {
                     format!("must be a number from 0 to {}, got {:?}", limits::MAX_CPI, t.cpi),
                 ));
             }
+            if t.mshrs == 0 || t.mshrs > limits::MAX_MSHRS {
+                return Err(ParamError::new(
+                    "time.mshrs",
+                    format!("must be from 1 to {}, got {}", limits::MAX_MSHRS, t.mshrs),
+                ));
+            }
+            if t.window == 0 || t.window > limits::MAX_WINDOW {
+                return Err(ParamError::new(
+                    "time.window",
+                    format!("must be from 1 to 2^32 = {} instructions, got {}", limits::MAX_WINDOW, t.window),
+                ));
+            }
         }
         let pt = &self.page_table;
         let vhpt = matches!(pt.kind, crate::pt::Kind::VhptShort | crate::pt::Kind::VhptLong);
@@ -800,6 +844,9 @@ impl Config {
         }
         if let Some(m) = &self.mtlb {
             limits::cycles("mtlb.mmc_cycles", m.mmc_cycles)?;
+            if let Some(c) = m.miss_cycles {
+                limits::cycles("mtlb.miss_cycles", c)?;
+            }
         }
         if let Some(i) = &self.itanium {
             limits::all_cycles([

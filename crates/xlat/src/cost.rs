@@ -335,6 +335,51 @@ pub fn time(
     Some(t)
 }
 
+/// The `overlap` core's data-cache misses (`[time] core = "overlap"`, docs/caches.md): a simple
+/// interval model of non-blocking loads on a stall-on-use core.
+///
+/// A *miss* is a data line reference that costs more than a level-1 hit; its *stall* is that
+/// excess (what the blocking core charges). Misses form groups in trace order: a miss joins the
+/// open group if the group holds fewer than `mshrs` misses and the miss's instruction lies fewer
+/// than `window` instructions after the instruction of the group's first miss; otherwise it
+/// opens a new group. A group costs the stall of its longest miss, so a miss that joins adds
+/// only what it exceeds the group's longest so far by. With `mshrs = 1` every miss is a group:
+/// the blocking core's charge.
+///
+/// Three words of state, O(1) per miss, nothing per hit; built once per design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    mshrs: u32,
+    window: u64,
+    /// The open group: its first miss's instruction, its misses (0: none open), its longest
+    /// stall.
+    first: u64,
+    count: u32,
+    longest: u64,
+}
+
+impl Overlap {
+    /// A core with `mshrs` outstanding misses and a window of `window` instructions (both at
+    /// least 1, validated with the config).
+    pub fn new(mshrs: u32, window: u64) -> Overlap {
+        Overlap { mshrs: mshrs.max(1), window: window.max(1), first: 0, count: 0, longest: 0 }
+    }
+
+    /// A miss of `stall` cycles (> 0) by instruction number `at` (non-decreasing): the cycles
+    /// it adds to the core's time.
+    #[inline]
+    pub fn miss(&mut self, at: u64, stall: u64) -> u64 {
+        if self.count != 0 && self.count < self.mshrs && at.wrapping_sub(self.first) < self.window {
+            self.count += 1;
+            let added = stall.saturating_sub(self.longest);
+            self.longest = self.longest.max(stall);
+            return added;
+        }
+        (self.first, self.count, self.longest) = (at, 1, stall);
+        stall
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

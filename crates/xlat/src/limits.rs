@@ -57,6 +57,10 @@ pub const MAX_CYCLES: u64 = 1 << 32;
 
 /// Largest `time.cpi`.
 pub const MAX_CPI: f64 = 1000.0;
+/// Bound of `time.mshrs` (misses outstanding at once in the `overlap` core).
+pub const MAX_MSHRS: u32 = 1024;
+/// Bound of `time.window` (instructions).
+pub const MAX_WINDOW: u64 = 1 << 32;
 
 /// One row of the bounds table in docs/configuration.md.
 pub struct Bound {

@@ -7,7 +7,8 @@
 //! and pays its extra cycle (`mmc_cycles`). A request to a shadow address looks its shadow page
 //! up in the MTLB (`entries`, `ways`, `policy`: 128, 2, NRU by default, §3.1); a miss reads the
 //! page's entry from the shadow-to-real table, a flat array of 4-byte entries in DRAM, one per
-//! shadow page (§2.2: the entry at `table_base + index x 4`), which costs one DRAM access. The
+//! shadow page (§2.2: the entry at `table_base + index x 4`), which costs `miss_cycles` (by
+//! default one DRAM access). The
 //! controller keeps a referenced bit (set by fills only: a write-back cache hides the
 //! processor's reads that hit, so it is approximate) and a dirty bit (set by writebacks: exact,
 //! as only dirty lines are written back) per shadow page. The OS fills the table
@@ -39,11 +40,22 @@ pub struct MtlbConfig {
     /// Physical address of the shadow-to-real table in DRAM (default: the table's size below
     /// the top of DRAM).
     pub table_base: Option<u64>,
+    /// Cycles an MTLB miss adds to the request that missed: the table entry's read (default:
+    /// one `[memory] latency`, a DRAM access).
+    pub miss_cycles: Option<u64>,
 }
 
 impl Default for MtlbConfig {
     fn default() -> Self {
-        MtlbConfig { entries: 128, ways: 2, policy: Policy::Nru, seed: 1, mmc_cycles: 1, table_base: None }
+        MtlbConfig {
+            entries: 128,
+            ways: 2,
+            policy: Policy::Nru,
+            seed: 1,
+            mmc_cycles: 1,
+            table_base: None,
+            miss_cycles: None,
+        }
     }
 }
 
@@ -75,6 +87,7 @@ pub struct Mtlb {
     shift: u32,
     table_base: u64,
     mmc_cycles: u64,
+    miss_cycles: Option<u64>,
     stats: MtlbStats,
 }
 
@@ -116,6 +129,7 @@ impl Mtlb {
             shift,
             table_base,
             mmc_cycles: cfg.mmc_cycles,
+            miss_cycles: cfg.miss_cycles,
             stats: MtlbStats::default(),
         })
     }
@@ -232,6 +246,11 @@ impl Mtlb {
         let real = e as u64 - 1;
         self.tlb.insert(0, Vpn(i), TlbData { pfn: real, shift: self.shift as u8, valid: 0 });
         Retranslation { dram: Some(real << self.shift | offset), table_read: read, cycles: self.mmc_cycles }
+    }
+
+    /// Cycles a miss adds (`mtlb.miss_cycles`; `None`: one memory latency).
+    pub fn miss_cycles(&self) -> Option<u64> {
+        self.miss_cycles
     }
 
     /// Counters.

@@ -30,6 +30,8 @@ pub(crate) struct Timed {
     /// size without one), and that level's hit latency.
     pub(crate) line_shift: [u32; 2],
     pub(crate) l1_latency: [u64; 2],
+    /// `[time] core = "overlap"`: how data misses overlap (none: the blocking core).
+    pub(crate) overlap: Option<crate::cost::Overlap>,
 }
 
 impl MemorySide {
@@ -47,7 +49,13 @@ impl MemorySide {
                 );
             }
             let shift = design.page_size.shift();
+            let overlap = config
+                .time
+                .as_ref()
+                .filter(|t| t.core == crate::config::Core::Overlap)
+                .map(|t| crate::cost::Overlap::new(t.mshrs, t.window));
             return MemorySide::Timed(Box::new(Timed {
+                overlap,
                 line_shift: [Route::Instruction, Route::Data].map(|r| h.first_line_shift(r).unwrap_or(shift)),
                 l1_latency: [Route::Instruction, Route::Data].map(|r| h.first_latency(r)),
                 h,
@@ -135,7 +143,8 @@ impl MemorySide {
 
 impl Timed {
     /// One line of a reference at (`va`, `pa`) through the caches: a modify is a load, then a
-    /// store. Counts the cycles beyond a level-1 hit (none without a cache: a perfect one).
+    /// store. Counts the cycles beyond a level-1 hit (none without a cache: a perfect one); in
+    /// the `overlap` core a data line's are what its miss adds to its group's.
     #[inline(always)]
     pub(crate) fn line_refs(&mut self, kind: Kind, va: u64, pa: u64, asid: u32, stats: &mut SystemStats) {
         let k = kind.is_data() as usize;
@@ -147,6 +156,11 @@ impl Timed {
         }
         if matches!(kind, Kind::Store | Kind::Modify) {
             stall += self.h.access(route, true, va, pa, asid).saturating_sub(l1);
+        }
+        if k == 1 && stall != 0 {
+            if let Some(o) = &mut self.overlap {
+                stall = o.miss(stats.timing.instructions, stall);
+            }
         }
         stats.timing.stall[k] = stats.timing.stall[k].saturating_add(stall);
     }

@@ -396,7 +396,11 @@ pub struct ShadowConfig {
     /// Its later increments (§3.1, vortex: 2 MB).
     pub sbrk_increment: u64,
     /// Cycles of the flush loop per cache line of a remapped page, whether the line is cached
-    /// or not (one flush instruction per line on a single-issue core: 1).
+    /// or not (default 10, from §3.3: em3d's flush of 1,120 pages visits 1,120 x 4096 / 32 =
+    /// 143,360 lines in 1,497,067 cycles; at most 512 KB / 32 B = 16,384 of them can be cached,
+    /// each dirty one adding `writeback_cycles` = 8, so the loop's cost per line c satisfies
+    /// 143,360 c + 8 d = 1,497,067 for some 0 <= d <= 16,384: c lies in [9.53, 10.44], and 10
+    /// is the only whole number there; docs/configuration.md).
     pub flush_line_cycles: u64,
     /// Cycles a flushed dirty line adds: its transfer to memory, the flush loop going on behind
     /// the write buffer (swanson98's 120 MHz Runway bus moves 8 bytes a bus cycle: a 32-byte
@@ -420,7 +424,7 @@ impl Default for ShadowConfig {
             min_bytes: 256 << 10,
             sbrk_initial: 8 << 20,
             sbrk_increment: 2 << 20,
-            flush_line_cycles: 1,
+            flush_line_cycles: 10,
             writeback_cycles: 8,
             page_cycles: 145,
             copy_page_cycles: 11_400,

@@ -2,3 +2,4 @@
 
 mod hierarchy;
 mod mtlb;
+mod overlap;
