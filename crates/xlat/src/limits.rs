@@ -94,6 +94,8 @@ pub const TABLE: &[Bound] = &[
     Bound { key: "shadow.partition (the counts added up)", bound: "2^20 regions" },
     Bound { key: "every cycle cost and latency (*_cycles, latency, mach3 trap paths)", bound: "2^32" },
     Bound { key: "time.cpi", bound: "1000" },
+    Bound { key: "time.mshrs", bound: "1024" },
+    Bound { key: "time.window", bound: "2^32 instructions" },
     Bound { key: "mach3.clock_ratio", bound: "1000" },
 ];
 
