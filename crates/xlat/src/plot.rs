@@ -160,8 +160,7 @@ impl LineChart {
 
     /// Writes [`LineChart::svg`] to `path`.
     pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
-        let svg = self.svg()?;
-        std::fs::write(path, svg).map_err(|e| PlotError::Write { path: path.to_owned(), message: e.to_string() })
+        write_text(path, &self.svg()?)
     }
 
     /// Draws the chart as a PNG file at `path` (text in [`PNG_FONT_FILE`]).
@@ -222,7 +221,7 @@ impl LineChart {
     }
 
     fn draw_error<E: std::error::Error + Send + Sync>(&self, e: DrawingAreaErrorKind<E>) -> PlotError {
-        PlotError::Draw { title: self.title.clone(), message: e.to_string() }
+        draw_error(&self.title, e)
     }
 
     fn check(&self) -> Result<(), PlotError> {
@@ -492,8 +491,7 @@ impl BarChart {
 
     /// Writes [`BarChart::svg`] to `path`.
     pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
-        let svg = self.svg()?;
-        std::fs::write(path, svg).map_err(|e| PlotError::Write { path: path.to_owned(), message: e.to_string() })
+        write_text(path, &self.svg()?)
     }
 
     /// Draws the chart as a [`WIDTH`] x [`HEIGHT`] PNG file at `path`, with text in
@@ -566,7 +564,7 @@ impl BarChart {
     }
 
     fn draw_error<E: std::error::Error + Send + Sync>(&self, e: DrawingAreaErrorKind<E>) -> PlotError {
-        PlotError::Draw { title: self.title.clone(), message: e.to_string() }
+        draw_error(&self.title, e)
     }
 
     /// Checks the data and places everything.
@@ -993,6 +991,16 @@ fn font_error(path: &Path, f: FontFailure) -> PlotError {
         FontFailure::Missing => PlotError::MissingFont { path: path.to_owned(), package: PNG_FONT_PACKAGE },
         FontFailure::Bad(message) => PlotError::BadFont { path: path.to_owned(), message },
     }
+}
+
+/// The drawing library's error while drawing chart `title`.
+fn draw_error<E: std::error::Error + Send + Sync>(title: &str, e: DrawingAreaErrorKind<E>) -> PlotError {
+    PlotError::Draw { title: title.to_owned(), message: e.to_string() }
+}
+
+/// Writes a chart's SVG text to `path`.
+fn write_text(path: &Path, svg: &str) -> Result<(), PlotError> {
+    std::fs::write(path, svg).map_err(|e| PlotError::Write { path: path.to_owned(), message: e.to_string() })
 }
 
 #[cfg(test)]
