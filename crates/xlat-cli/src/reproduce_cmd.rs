@@ -4,8 +4,9 @@
 use crate::workloads_cmd::{default_dir, MANIFEST, MANIFEST_NAME};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+use xlat::reproduce::claim::Claims;
 use xlat::reproduce::{self, Options, WorkloadInput};
 use xlat::workloads::{self, Manifest, Size};
 
@@ -25,10 +26,12 @@ pub struct ReproduceArgs {
     /// short and long VHPT, TLB-entry sharing), gray05 (hardware walker, long VHPT size),
     /// bala94 (Mach 3.0's kernel TLB misses, PTLB and STLB), swanson98 (superpages through
     /// shadow addresses and a memory-controller TLB).
-    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94", "swanson98"])]
+    /// `all` runs the five and writes a summary (summary.md, summary.json) beside their reports
+    /// (one directory each under --out).
+    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94", "swanson98", "all"])]
     paper: String,
     /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md
-    /// (default: reproduce-PAPER).
+    /// (default: reproduce-PAPER; reproduce-all for `all`).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// A few small workloads (chapman03: a few points of each sweep), the first 4 M references
@@ -53,11 +56,23 @@ pub struct ReproduceArgs {
     reservation_failure: f64,
 }
 
+/// The papers `xlat reproduce all` runs, in order.
+const PAPERS: &[&str] = &["talluri95", "chapman03", "gray05", "bala94", "swanson98"];
+
+/// What one reproduction produced.
+struct Outcome {
+    /// Workloads or runs, and which.
+    n: usize,
+    what: &'static str,
+    claims: Claims,
+    files: Vec<PathBuf>,
+    warnings: Vec<String>,
+}
+
 pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&a.reservation_failure) {
         bail!("--reservation-failure must be in [0, 1], got {}", a.reservation_failure);
     }
-    let manifest = Manifest::parse(MANIFEST, MANIFEST_NAME)?;
     let size = match a.size.as_deref() {
         Some(s) => Size::from_name(s).ok_or_else(|| anyhow!("--size must be small or full"))?,
         None if a.quick => Size::Small,
@@ -66,23 +81,77 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(|| default_dir(size));
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}", a.paper)));
     let started = Instant::now();
-    if a.paper == "chapman03" {
+    if a.paper != "all" {
+        let o = run_paper(&a.paper, &a, size, &dir, &out)?;
+        return report(&a.paper, &o, started, &out);
+    }
+    if !a.only.is_empty() {
+        bail!("--only names workloads of one paper; it cannot be used with `reproduce all`");
+    }
+    let mut rows = Vec::new();
+    for paper in PAPERS {
+        let t = Instant::now();
+        let o = run_paper(paper, &a, size, &dir, &out.join(paper))?;
+        report(paper, &o, t, &out.join(paper))?;
+        rows.push((paper.to_string(), o.claims.totals()));
+    }
+    let summary = reproduce::summary::Summary { size: size.name().to_string(), quick: a.quick, papers: rows };
+    let files = summary.write(&out).map_err(|e| anyhow!(e))?;
+    outln!("all: {} papers in {:.1} s; summary: {}", PAPERS.len(), started.elapsed().as_secs_f64(), files[0].display());
+    out!("{}", summary.table());
+    Ok(())
+}
+
+/// Runs one paper's reproduction and writes its files into `out`.
+fn run_paper(paper: &str, a: &ReproduceArgs, size: Size, dir: &Path, out: &Path) -> Result<Outcome> {
+    let outcome = |n: usize, what, claims, (files, warnings): (Vec<PathBuf>, Vec<String>)| Outcome {
+        n,
+        what,
+        claims,
+        files,
+        warnings,
+    };
+    if paper == "chapman03" {
         let plan = reproduce::chapman03::Plan::new(a.quick);
         let res = reproduce::chapman03::chapman03(plan, &dir.join("chapman03"), &mut |m| eprintln!("{m}"))?;
-        let (files, warnings) = res.write(&out)?;
-        return report(&a.paper, res.runs.len(), "runs", started, &res.claims(), &files, &warnings, &out);
+        let claims = reproduce::claims_from_words("chapman03", res.claims());
+        return Ok(outcome(res.runs.len(), "runs", claims, res.write(out)?));
     }
-    if a.paper == "bala94" {
+    if paper == "bala94" {
         let plan = reproduce::bala94::Plan::new(a.quick);
         let res = reproduce::bala94::bala94(&plan, &dir.join("bala94"), &mut |m| eprintln!("{m}"))?;
-        let (files, warnings) = res.write(&out)?;
-        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
+        let claims = reproduce::claims_from_words("bala94", res.claims());
+        return Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?));
     }
+    let inputs = suite_inputs(paper, a, size, dir)?;
+    let opts = Options {
+        // swanson98's programs remap their data after setting it up: whole traces.
+        max_refs: a.max_refs.or(if a.quick && paper != "swanson98" { Some(QUICK_REFS) } else { None }),
+        reservation_failure: a.reservation_failure,
+    };
+    if paper == "swanson98" {
+        let res = reproduce::swanson98::swanson98(&inputs, &opts, !a.quick, &mut |m| eprintln!("{m}"))?;
+        let claims = reproduce::claims_from_words("swanson98", res.claims());
+        return Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?));
+    }
+    if paper == "gray05" {
+        let res = reproduce::gray05::gray05(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
+        let claims = reproduce::claims_from_words("gray05", res.claims());
+        return Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?));
+    }
+    let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
+    let claims = reproduce::claims_from_words("talluri95", res.claims());
+    Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?))
+}
+
+/// The suite workloads `paper` runs on, built first where they are missing.
+fn suite_inputs(paper: &str, a: &ReproduceArgs, size: Size, dir: &Path) -> Result<Vec<WorkloadInput>> {
+    let manifest = Manifest::parse(MANIFEST, MANIFEST_NAME)?;
     let only: Vec<String> = if !a.only.is_empty() {
         a.only.clone()
-    } else if a.quick && a.paper == "gray05" {
+    } else if a.quick && paper == "gray05" {
         QUICK_GRAY05.iter().map(|s| s.to_string()).collect()
-    } else if a.paper == "swanson98" {
+    } else if paper == "swanson98" {
         (if a.quick { QUICK_SWANSON98 } else { SWANSON98 }).iter().map(|s| s.to_string()).collect()
     } else if a.quick {
         QUICK.iter().map(|s| s.to_string()).collect()
@@ -99,69 +168,44 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
             }
             return Err(e.into());
         }
-        let sidecar = match workloads::up_to_date(w, size, &dir) {
+        let sidecar = match workloads::up_to_date(w, size, dir) {
             Some(s) => s,
             None => {
                 eprintln!("{}: building ({}, {} backend)...", w.name, size.name(), w.backend);
-                workloads::build(w, size, &dir, true)?
+                workloads::build(w, size, dir, true)?
             }
         };
         if sidecar.references == 0 {
             bail!("workload '{}': the trace holds no references (exit status {})", w.name, sidecar.exit_status);
         }
-        let snap = workloads::snapshot_path(&dir, &w.name);
+        let snap = workloads::snapshot_path(dir, &w.name);
         inputs.push(WorkloadInput {
             name: w.name.clone(),
-            trace: workloads::trace_path(&dir, &w.name),
+            trace: workloads::trace_path(dir, &w.name),
             snapshot: snap.is_file().then_some(snap),
             processes: sidecar.processes,
         });
     }
-    let opts = Options {
-        // swanson98's programs remap their data after setting it up: whole traces.
-        max_refs: a.max_refs.or(if a.quick && a.paper != "swanson98" { Some(QUICK_REFS) } else { None }),
-        reservation_failure: a.reservation_failure,
-    };
-    if a.paper == "swanson98" {
-        let res = reproduce::swanson98::swanson98(&inputs, &opts, !a.quick, &mut |m| eprintln!("{m}"))?;
-        let (files, warnings) = res.write(&out)?;
-        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
-    }
-    if a.paper == "gray05" {
-        let res = reproduce::gray05::gray05(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
-        let (files, warnings) = res.write(&out)?;
-        return report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out);
-    }
-    let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
-    let (files, warnings) = res.write(&out)?;
-    report(&a.paper, res.workloads.len(), "workloads", started, &res.claims(), &files, &warnings, &out)
+    Ok(inputs)
 }
 
 /// Prints a reproduction's outcome: one line, then one per claim.
-#[allow(clippy::too_many_arguments)]
-fn report(
-    paper: &str,
-    n: usize,
-    what: &str,
-    started: Instant,
-    claims: &[reproduce::Claim],
-    files: &[PathBuf],
-    warnings: &[String],
-    out: &std::path::Path,
-) -> Result<()> {
-    for w in warnings {
+fn report(paper: &str, o: &Outcome, started: Instant, out: &Path) -> Result<()> {
+    for w in &o.warnings {
         eprintln!("xlat: warning: {w}");
     }
+    let t = o.claims.totals();
     outln!(
-        "{paper}: {n} {what} in {:.1} s; {} of {} claims agree; report: {}",
+        "{paper}: {} {} in {:.1} s; {}; report: {}",
+        o.n,
+        o.what,
         started.elapsed().as_secs_f64(),
-        claims.iter().filter(|c| c.holds).count(),
-        claims.len(),
+        t.sentence(),
         out.join("report.md").display()
     );
-    for c in claims {
-        outln!("  [{}] {}: {}", if c.holds { "agrees" } else { "differs" }, c.paper, c.measured);
+    for c in &o.claims.claims {
+        outln!("  [{}] {}: {}", c.verdict.name(), c.paper, c.measured_text());
     }
-    outln!("files: {}", files.len());
+    outln!("files: {}", o.files.len());
     Ok(())
 }

@@ -11,6 +11,88 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// Recomputes every claim's verdict of a `results.json` from its `expect`, `measured` and the
+/// paper's `tolerance` (written here apart from `xlat::reproduce::claim`), checks the totals, and
+/// that every verdict but `agrees` says why. Returns the totals (independent, agrees).
+#[allow(dead_code)] // called by each paper's test as its claims become data
+pub fn check_claims(v: &Value) -> (u64, u64) {
+    let t = v["tolerance"].as_f64().expect("a tolerance per paper");
+    let claims = v["claims"].as_array().expect("claims");
+    let mut ids = std::collections::HashSet::new();
+    let (mut agrees, mut differs, mut unmeasured, mut given) = (0, 0, 0, 0);
+    for c in claims {
+        let id = c["id"].as_str().expect("an id");
+        assert!(ids.insert(id.to_string()), "claim ids are unique: {id}");
+        for k in ["source", "paper"] {
+            assert!(!c[k].as_str().unwrap_or("").is_empty(), "{id}: {k}");
+        }
+        let measured = c["measured"].as_array().expect("measured is a list");
+        let e = &c["expect"];
+        let holds = if measured.is_empty() {
+            None
+        } else if let Some(order) = e["order"].as_array() {
+            let mut groups: Vec<(Value, Value)> = Vec::new();
+            for m in measured {
+                let g = (m["workload"].clone(), m["point"].clone());
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            Some(groups.iter().all(|(w, p)| {
+                let vals: Vec<Option<f64>> = order
+                    .iter()
+                    .map(|s| {
+                        measured
+                            .iter()
+                            .find(|m| &m["workload"] == w && &m["point"] == p && &m["series"] == s)
+                            .map(|m| f(&m["value"]))
+                    })
+                    .collect();
+                vals.iter().all(|x| x.is_some()) && vals.windows(2).all(|x| x[0] < x[1])
+            }))
+        } else {
+            let (lo, hi) = if let Some(value) = e["value"].as_f64() {
+                let tol = f(&e["tol"]);
+                (Some(value - tol), Some(value + tol))
+            } else {
+                (e["lo"].as_f64(), e["hi"].as_f64())
+            };
+            assert!(lo.is_some() || hi.is_some(), "{id}: an expectation with a bound");
+            let lo = lo.map_or(f64::NEG_INFINITY, |l| l - t * l.abs());
+            let hi = hi.map_or(f64::INFINITY, |h| h + t * h.abs());
+            Some(measured.iter().all(|m| (lo..=hi).contains(&f(&m["value"]))))
+        };
+        let verdict = c["verdict"].as_str().unwrap();
+        match verdict {
+            "by-construction" => given += 1,
+            "not-measured" => {
+                assert!(measured.is_empty(), "{id}: not measured yet holds measurements");
+                unmeasured += 1
+            }
+            "agrees" => {
+                assert_eq!(holds, Some(true), "{id}: agrees, but the measured values do not lie in the range");
+                agrees += 1
+            }
+            "differs" => {
+                assert_eq!(holds, Some(false), "{id}: differs, but the measured values lie in the range");
+                differs += 1
+            }
+            other => panic!("{id}: verdict {other}"),
+        }
+        if verdict != "agrees" {
+            assert!(!c["why"].as_str().unwrap_or("").trim().is_empty(), "{id}: {verdict} says why");
+        }
+    }
+    let totals = &v["totals"];
+    let n = |k: &str| totals[k].as_u64().unwrap_or_else(|| panic!("totals.{k}"));
+    assert_eq!(
+        (n("independent"), n("agrees"), n("differs"), n("not_measured"), n("by_construction")),
+        (agrees + differs + unmeasured, agrees, differs, unmeasured, given),
+        "totals"
+    );
+    (agrees + differs + unmeasured, agrees)
+}
+
 #[test]
 fn quick_reproduction_writes_every_figure_and_its_claims_hold_on_the_measurements() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,9 @@
 
 pub mod bala94;
 pub mod chapman03;
+pub mod claim;
 pub mod gray05;
+pub mod summary;
 pub mod swanson98;
 pub mod talluri95;
 
@@ -89,7 +91,7 @@ pub struct Options {
     pub reservation_failure: f64,
 }
 
-/// One claim of the paper beside the measurement.
+/// One claim of the paper beside the measurement, in words (being replaced by [`claim::Claim`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct Claim {
     /// Where in the paper.
@@ -102,6 +104,34 @@ pub struct Claim {
     pub holds: bool,
     /// Why it differs, or a remark.
     pub note: String,
+}
+
+impl Claim {
+    /// The same claim as data, with no numbers: used only until the paper states its claims as
+    /// [`claim::Claim`]s.
+    pub fn into_data(self, paper: &str, i: usize) -> claim::Claim {
+        let c = claim::Claim::new(&format!("{paper}.{i}"), self.source, self.paper, claim::Expect::at_least(1.0))
+            .measure("all", if self.holds { 1.0 } else { 0.0 });
+        claim::Claim { why: if self.holds { String::new() } else { self.note }, ..c.judge(0.0, "", "") }
+    }
+}
+
+/// Claims in words as data (until the paper states them as data).
+pub fn claims_from_words(paper: &str, claims: Vec<Claim>) -> claim::Claims {
+    claim::Claims {
+        tolerance: 0.0,
+        claims: claims.into_iter().enumerate().map(|(i, c)| c.into_data(paper, i)).collect(),
+    }
+}
+
+/// The `results.json` of a reproduction: the paper, its results, and its claims with their
+/// tolerance and totals.
+pub fn results_json(paper: &str, results: &impl Serialize, claims: &claim::Claims) -> serde_json::Value {
+    let mut v = serde_json::json!({ "paper": paper, "results": results });
+    if let (Some(o), serde_json::Value::Object(c)) = (v.as_object_mut(), claims.json()) {
+        o.extend(c);
+    }
+    v
 }
 
 pub(crate) fn fmt_list(items: &[(String, f64)], digits: usize) -> String {
