@@ -51,6 +51,14 @@ pub struct ReproduceArgs {
     /// Simulate at most N references of each trace.
     #[arg(long, value_name = "N")]
     max_refs: Option<u64>,
+    /// With `all`: keep the papers whose DIR/PAPER/results.json an earlier run wrote (their
+    /// claims are read from it) and run only the others, e.g. after an interrupted full-size run.
+    #[arg(long)]
+    resume: bool,
+    /// Simulate each pass's designs on up to N threads (default: every core); results do not
+    /// depend on N.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
     /// Fraction of page reservations that fail as in fragmented memory (0 to 1; default 0).
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     reservation_failure: f64,
@@ -80,8 +88,14 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
     };
     let dir = a.dir.clone().unwrap_or_else(|| default_dir(size));
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}", a.paper)));
+    reproduce::set_jobs(
+        a.jobs.map(|j| j as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    );
     let started = Instant::now();
     if a.paper != "all" {
+        if a.resume {
+            bail!("--resume keeps the papers of an earlier `reproduce all`; it needs `all`");
+        }
         let o = run_paper(&a.paper, &a, size, &dir, &out)?;
         return report(&a.paper, &o, started, &out);
     }
@@ -91,15 +105,40 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
     let mut rows = Vec::new();
     for paper in PAPERS {
         let t = Instant::now();
+        let results = out.join(paper).join("results.json");
+        if a.resume && results.is_file() {
+            let claims = read_claims(&results)?;
+            outln!("{paper}: kept from {}; {}", results.display(), claims.totals().sentence());
+            rows.push((paper.to_string(), claims.totals()));
+            continue;
+        }
         let o = run_paper(paper, &a, size, &dir, &out.join(paper))?;
         report(paper, &o, t, &out.join(paper))?;
         rows.push((paper.to_string(), o.claims.totals()));
     }
-    let summary = reproduce::summary::Summary { size: size.name().to_string(), quick: a.quick, papers: rows };
+    let summary = reproduce::summary::Summary {
+        size: size.name().to_string(),
+        quick: a.quick,
+        max_refs: a.max_refs,
+        papers: rows,
+    };
     let files = summary.write(&out).map_err(|e| anyhow!(e))?;
     outln!("all: {} papers in {:.1} s; summary: {}", PAPERS.len(), started.elapsed().as_secs_f64(), files[0].display());
     out!("{}", summary.table());
     Ok(())
+}
+
+/// The claims of a `results.json` an earlier run wrote.
+fn read_claims(path: &Path) -> Result<Claims> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let claims = Claims {
+        tolerance: v["tolerance"].as_f64().ok_or_else(|| anyhow!("{}: no `tolerance`", path.display()))?,
+        claims: serde_json::from_value(v["claims"].clone()).map_err(|e| {
+            anyhow!("{}: `claims`: {e} (written by an older xlat? run without --resume)", path.display())
+        })?,
+    };
+    Ok(claims)
 }
 
 /// Runs one paper's reproduction and writes its files into `out`.

@@ -13,6 +13,7 @@ mod errors;
 mod jobs;
 mod model;
 mod reproduce;
+mod reproduce_all;
 mod robustness;
 mod run;
 mod snapshot;

@@ -175,6 +175,24 @@ pub(crate) fn write_outputs(
     Ok((files, warnings))
 }
 
+/// Simulation threads a reproduction spreads each pass's designs over (`xlat reproduce --jobs`).
+static JOBS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// Sets the simulation threads of every later reproduction in this process (at least 1; the
+/// results do not depend on it: every design sees the same references in the same order).
+pub fn set_jobs(n: usize) {
+    JOBS.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Simulates `systems` over `reader` on the threads [`set_jobs`] gave.
+pub(crate) fn simulate(
+    reader: &mut dyn crate::trace::TraceReader,
+    systems: &mut [System],
+    opts: RunOptions,
+) -> Result<engine::RunSummary, SimError> {
+    engine::run_jobs(reader, systems, opts, JOBS.load(std::sync::atomic::Ordering::Relaxed), |_| {})
+}
+
 /// Runs `configs` over `trace` in one pass (at most `max_refs` references); a design that
 /// fails fails the reproduction.
 pub(crate) fn run_designs(
@@ -191,7 +209,7 @@ pub(crate) fn run_designs(
     let mut reader = crate::trace::open::open_reader_inline(&trace.to_string_lossy(), None)
         .map_err(|error| ReproError::Trace { workload: workload.to_string(), error })?
         .0;
-    engine::run(&mut *reader, &mut systems, RunOptions { max_refs }, |_| {})
+    simulate(&mut *reader, &mut systems, RunOptions { max_refs })
         .map_err(|error| ReproError::Sim { workload: workload.to_string(), error })?;
     if let Some(f) = systems.iter_mut().find_map(|s| s.take_failure()) {
         return Err(ReproError::Sim { workload: workload.to_string(), error: f.error.into() });

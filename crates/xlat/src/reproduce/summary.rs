@@ -12,6 +12,8 @@ pub struct Summary {
     pub size: String,
     /// Whether the quick reproductions ran.
     pub quick: bool,
+    /// `--max-refs`, if given.
+    pub max_refs: Option<u64>,
     /// Each paper with its totals, in the order run.
     pub papers: Vec<(String, Totals)>,
 }
@@ -49,9 +51,10 @@ impl Summary {
     /// The whole summary.md.
     pub fn markdown(&self) -> String {
         let mut s = format!(
-            "# Reproductions: summary ({}{} workloads)\n\n",
+            "# Reproductions: summary ({}{} workloads{})\n\n",
             if self.quick { "quick, " } else { "" },
-            self.size
+            self.size,
+            self.max_refs.map(|n| format!(", at most {n} references each")).unwrap_or_default()
         );
         s += &self.table();
         s += "\nA claim is independent unless its measured value is one of the model's inputs. Reports: ";
@@ -67,7 +70,9 @@ impl Summary {
         let json = dir.join("summary.json");
         let papers: serde_json::Map<String, serde_json::Value> =
             self.papers.iter().map(|(p, t)| (p.clone(), serde_json::to_value(t).expect("serialisable"))).collect();
-        let v = serde_json::json!({ "size": self.size, "quick": self.quick, "papers": papers, "total": self.total() });
+        let v = serde_json::json!({
+            "size": self.size, "quick": self.quick, "max_refs": self.max_refs, "papers": papers, "total": self.total()
+        });
         std::fs::write(&json, serde_json::to_string_pretty(&v).expect("serialisable") + "\n")
             .map_err(|e| format!("{}: {e}", json.display()))?;
         Ok(vec![md, json])
