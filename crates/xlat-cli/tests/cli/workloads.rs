@@ -373,6 +373,26 @@ fn swanson98_programs_run_natively_and_check_their_results() {
     }
 }
 
+/// gray05's DBT-2 stand-in builds, runs natively, checks that its stock balances and prints the
+/// items ordered: 1 MiB is 4096 records; 1000 transactions of 10 items of 1-8 each order between
+/// 10,000 and 80,000 items. A bad size is a usage error (status 2).
+#[test]
+fn warehouse_runs_natively_and_checks_its_stock() {
+    let prog = workloads::program("warehouse").unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(&prog).args(["1", "1000"]).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(words[..5], ["warehouse:", "4096", "records,", "1000", "transactions,"], "{text}");
+    let items: u64 = words[5].parse().unwrap();
+    assert!((10_000..=80_000).contains(&items), "{text}");
+    for bad in [&["0", "10"][..], &["1"][..]] {
+        let o = Command::new(&prog).args(bad).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", describe(&o));
+    }
+}
+
 /// Traced, the programs ask for superpages (`madvise(MADV_HUGEPAGE)`, the paper's `remap()`)
 /// on exactly their large regions: radix on the one mapping of its key and rank arrays, compress
 /// on its tables and its three buffers, each a `Map` record of the same range made before.
