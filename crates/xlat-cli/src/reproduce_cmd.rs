@@ -179,7 +179,7 @@ fn run_paper(paper: &str, a: &ReproduceArgs, size: Size, dir: &Path, out: &Path)
         return Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?));
     }
     let res = reproduce::talluri95(&inputs, &opts, &mut |m| eprintln!("{m}"))?;
-    let claims = reproduce::claims_from_words("talluri95", res.claims());
+    let claims = res.claims();
     Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?))
 }
 

@@ -134,10 +134,6 @@ pub fn results_json(paper: &str, results: &impl Serialize, claims: &claim::Claim
     v
 }
 
-pub(crate) fn fmt_list(items: &[(String, f64)], digits: usize) -> String {
-    items.iter().map(|(n, v)| format!("{n} {v:.digits$}")).collect::<Vec<_>>().join(", ")
-}
-
 /// Writes a reproduction's figures (`STEM.csv`, `.svg`, `.png`), `results.json` and
 /// `report.md` into `dir`; returns the files written and warnings (a PNG that could not be
 /// drawn, e.g. without fonts).
