@@ -11,7 +11,7 @@
 
 use super::{claim, write_outputs, Options, ReproError, WorkloadInput};
 use crate::config::{Config, ConfigError};
-use crate::engine::{self, RunOptions, System};
+use crate::engine::{RunOptions, System};
 use crate::plot::{BarChart, Series};
 use crate::snapshot::{self, Snapshot, SnapshotError};
 use crate::trace::open::open_reader_inline;
@@ -291,7 +291,7 @@ pub fn talluri95(
         let mut reader = open_reader_inline(&w.trace.to_string_lossy(), None)
             .map_err(|error| ReproError::Trace { workload: w.name.clone(), error })?
             .0;
-        let summary = engine::run(&mut *reader, &mut systems, RunOptions { max_refs: opts.max_refs }, |_| {})
+        let summary = super::simulate(&mut *reader, &mut systems, RunOptions { max_refs: opts.max_refs })
             .map_err(|error| ReproError::Sim { workload: w.name.clone(), error })?;
         if let Some(f) = systems.iter_mut().find_map(|s| s.take_failure()) {
             return Err(ReproError::Sim { workload: w.name.clone(), error: f.error.into() });
