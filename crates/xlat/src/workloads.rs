@@ -33,6 +33,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("radix", include_str!("../../../workloads/src/radix.c")),
     ("em3d", include_str!("../../../workloads/src/em3d.c")),
     ("compress", include_str!("../../../workloads/src/compress.c")),
+    ("vmloop", include_str!("../../../workloads/src/vmloop.c")),
 ];
 
 /// The built program `name` of [`PROGRAMS`], compiling it on first use.
