@@ -34,6 +34,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("em3d", include_str!("../../../workloads/src/em3d.c")),
     ("compress", include_str!("../../../workloads/src/compress.c")),
     ("warehouse", include_str!("../../../workloads/src/warehouse.c")),
+    ("vmloop", include_str!("../../../workloads/src/vmloop.c")),
 ];
 
 /// The built program `name` of [`PROGRAMS`], compiling it on first use.
