@@ -381,11 +381,7 @@ impl Bala94 {
 
     /// The workloads with enough kernel misses to measure a share (`MIN_KERNEL_MISSES`).
     fn measurable(&self) -> Vec<&str> {
-        self.workloads
-            .iter()
-            .filter(|w| self.run(w, MACH).kernel() >= MIN_KERNEL_MISSES)
-            .map(String::as_str)
-            .collect()
+        self.workloads.iter().filter(|w| self.run(w, MACH).kernel() >= MIN_KERNEL_MISSES).map(String::as_str).collect()
     }
 
     /// The measurable workloads the paper's tables speak for: all but the multi-client
@@ -438,7 +434,8 @@ impl Bala94 {
         let multi: Vec<&str> = every.iter().copied().filter(|w| *w == self.multi_client).collect();
         let single: Vec<&str> = every.iter().copied().filter(|w| *w == self.single_client).collect();
         let t = TOLERANCE;
-        let none = |what: &str| format!("no {what} workload took {MIN_KERNEL_MISSES} kernel misses under Mach at this size");
+        let none =
+            |what: &str| format!("no {what} workload took {MIN_KERNEL_MISSES} kernel misses under Mach at this size");
         let kernel = |d: &str, ws: &[&str]| self.pair(ws, MACH, d, Run::kernel);
         let prefetch = |ws: &[&str]| {
             ws.iter()
@@ -816,7 +813,10 @@ impl Bala94 {
             "PTLB+STLB achieves an STLB hit rate of about 86%",
             Expect::about(0.86, 0.0),
             &|w| self.hit_rate(w, BOTH),
-            format!("STLB misses (DM 4K/PTLB+STLB): {}", self.pair(&multi, DM4K, BOTH, |r| r.stlb_lookups - r.stlb_hits)),
+            format!(
+                "STLB misses (DM 4K/PTLB+STLB): {}",
+                self.pair(&multi, DM4K, BOTH, |r| r.stlb_lookups - r.stlb_hits)
+            ),
         ));
         c.push(m61(
             "bala94.s61.both-removed",
