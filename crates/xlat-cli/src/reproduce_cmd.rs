@@ -159,7 +159,7 @@ fn run_paper(paper: &str, a: &ReproduceArgs, size: Size, dir: &Path, out: &Path)
     if paper == "bala94" {
         let plan = reproduce::bala94::Plan::new(a.quick);
         let res = reproduce::bala94::bala94(&plan, &dir.join("bala94"), &mut |m| eprintln!("{m}"))?;
-        let claims = reproduce::claims_from_words("bala94", res.claims());
+        let claims = res.claims();
         return Ok(outcome(res.workloads.len(), "workloads", claims, res.write(out)?));
     }
     let inputs = suite_inputs(paper, a, size, dir)?;
