@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use serde_json::Value;
+use std::path::Path;
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -93,16 +94,9 @@ pub fn check_claims(v: &Value) -> (u64, u64) {
     (agrees + differs + unmeasured, agrees)
 }
 
-#[test]
-fn quick_reproduction_writes_every_figure_and_its_claims_hold_on_the_measurements() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("workloads");
-    let out = dir.path().join("out");
-    let o = run(&["reproduce", "talluri95", "--quick", "--dir", s(&cache), "--out", s(&out)]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.starts_with("talluri95: 6 workloads"), "{stdout}");
+/// talluri95's quick outputs in `out` (`stdout`: what `xlat reproduce` printed).
+pub fn check_talluri95(out: &Path, stdout: &str) {
+    assert!(stdout.lines().any(|l| l.starts_with("talluri95: 6 workloads")), "{stdout}");
 
     for stem in ["figure9", "figure10", "figure11a", "figure11b", "figure11c", "figure11d", "tlb-misses"] {
         for ext in ["csv", "svg", "png"] {
@@ -245,12 +239,7 @@ fn check_outputs(out: &std::path::Path, stems: &[&str], claims: usize) {
 
 /// `xlat reproduce chapman03 --quick`: extreme and ctx-ring traced at a few points, the Itanium
 /// presets over them; the paper's claims as inequalities on the raw counters.
-#[test]
-fn quick_chapman03_measures_sharing_and_the_two_vhpt_formats() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
-    let o = run(&["reproduce", "chapman03", "--quick", "--dir", s(&cache), "--out", s(&out)]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+pub fn check_chapman03(out: &Path) {
     check_outputs(&out, &["figure2", "figure2-random", "figure2-itlb", "table3"], 28);
     let (runs, v) = runs(&out);
     // Every verdict recomputed from expect and measured; the quick plan measures all 27
@@ -323,12 +312,7 @@ fn quick_chapman03_measures_sharing_and_the_two_vhpt_formats() {
 /// `xlat reproduce gray05 --quick`: five workloads of the suite (warehouse with DBT-2's TLB
 /// pressure) under the short VHPT with and without the hardware walker, the long VHPT with and
 /// without TLB-entry sharing, and the two formats' walks through a cache of page-table data.
-#[test]
-fn quick_gray05_measures_the_walker_the_vhpt_formats_and_sharing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
-    let o = run(&["reproduce", "gray05", "--quick", "--dir", s(&cache), "--out", s(&out)]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+pub fn check_gray05(out: &Path) {
     check_outputs(&out, &["runtime", "pte-lines"], 7);
     let (runs, v) = runs(&out);
     // Every verdict recomputed; all six independent claims are measured at quick size
@@ -373,12 +357,7 @@ fn quick_gray05_measures_the_walker_the_vhpt_formats_and_sharing() {
     assert!(u(&h, "/walks") > 50 * u(&get("sqlite3", "short-hardware"), "/walks"));
 }
 
-#[test]
-fn quick_bala94_measures_kernel_misses_the_ptlb_and_the_stlb() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
-    let o = run(&["reproduce", "bala94", "--quick", "--dir", s(&cache), "--out", s(&out)]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+pub fn check_bala94(out: &Path) {
     check_outputs(&out, &["kernel-misses"], 28);
     let (runs, v) = runs(&out);
     // Every verdict recomputed from its numbers; 26 independent claims (the trap model's two

@@ -1,9 +1,10 @@
 //! `xlat reproduce all`: the summary of the five reproductions, recomputed here from every paper's
-//! `results.json`, and the totals docs/reproduce.md shows, compared with what the commands
-//! generate (`XLAT_BLESS=1` rewrites the docs' blocks). The full-size totals come from the files
-//! a full-size run wrote into docs/results/full/; their verdicts are recomputed too.
+//! `results.json`, and the totals docs/reproduce.md shows, compared with the summaries that
+//! `xlat reproduce all` wrote into docs/results/quick/ and docs/results/full/ (every verdict in
+//! them recomputed; `XLAT_BLESS=1` rewrites the docs' blocks). A fresh quick run must count the
+//! same claims as the committed one.
 
-use super::reproduce::check_claims;
+use super::reproduce::{check_bala94, check_chapman03, check_claims, check_gray05, check_swanson98, check_talluri95};
 use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -63,11 +64,50 @@ fn check_docs_block(name: &str, table: &str) {
     panic!("docs/reproduce.md's {name} totals differ from the generated ones (XLAT_BLESS=1 rewrites them):\n{}\nagainst\n{table}", &doc[a..b]);
 }
 
+/// The test command's one run of the five quick reproductions: every paper's outputs checked
+/// against its counters, every verdict recomputed, the summary and the docs' quick totals.
 #[test]
-fn committed_full_size_results_recompute_to_their_summary_and_the_docs() {
-    let dir = repo().join("docs/results/full");
-    let table = check_summary(&dir, false);
-    check_docs_block("full", &table);
+fn reproduce_all_quick_runs_the_five_and_its_summary_is_what_their_claims_recompute_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("workloads"), dir.path().join("out"));
+    let o = run(&["reproduce", "all", "--quick", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    check_talluri95(&out.join("talluri95"), &stdout);
+    check_chapman03(&out.join("chapman03"));
+    check_gray05(&out.join("gray05"));
+    check_bala94(&out.join("bala94"));
+    check_swanson98(&out.join("swanson98"));
+    let table = check_summary(&out, true);
+    assert!(stdout.contains(&table), "the summary table is printed:\n{stdout}");
+    // The committed quick run counts the same claims; which of them agree may move between
+    // tracings of the programs whose processes block on each other (docs/reproduce.md, Totals).
+    let fresh = json(&out.join("summary.json"));
+    let committed = json(&repo().join("docs/results/quick/summary.json"));
+    for paper in PAPERS {
+        for k in ["independent", "not_measured", "by_construction"] {
+            assert_eq!(
+                fresh["papers"][*paper][k], committed["papers"][*paper][k],
+                "{paper}: {k} of a fresh quick run as in docs/results/quick"
+            );
+        }
+    }
+
+    // --resume keeps every paper already written: nothing is simulated again.
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let o = run(&["reproduce", "all", "--quick", "--resume", "--dir", s(&cache), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(again.lines().filter(|l| l.contains(": kept from ")).count(), PAPERS.len(), "{again}");
+    assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), summary);
+}
+
+#[test]
+fn committed_results_recompute_to_their_summaries_and_the_docs() {
+    for (name, quick) in [("quick", true), ("full", false)] {
+        let table = check_summary(&repo().join("docs/results").join(name), quick);
+        check_docs_block(name, &table);
+    }
 }
 
 #[test]
