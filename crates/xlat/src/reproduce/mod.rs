@@ -1,11 +1,12 @@
-//! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05 | bala94 | swanson98`
+//! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05 | bala94 | swanson98 | all`
 //! (docs/reproduce.md).
 //!
 //! A reproduction runs real programs through the designs a paper compares, writes one CSV file and
 //! one chart (SVG and PNG) per figure, a JSON file with every number, and a Markdown report that
-//! puts each claim of the paper beside xlat's measurement. Claims are evaluated from the measured
-//! numbers (never pasted in); where xlat disagrees, the report says so and why. This module holds
-//! what the reproductions share; each paper is a file of its own.
+//! puts each claim of the paper beside xlat's measurement. Claims are data ([`claim`]): the
+//! paper's own numbers, values computed from the measured counters, and a verdict anyone can
+//! recompute; where xlat disagrees, the claim says why. This module holds what the reproductions
+//! share; each paper is a file of its own, and [`summary`] counts the five.
 
 pub mod bala94;
 pub mod chapman03;
@@ -15,6 +16,7 @@ pub mod summary;
 pub mod swanson98;
 pub mod talluri95;
 
+pub use claim::{Claim, Claims, Expect, Measured, Totals, Verdict};
 pub use talluri95::*;
 
 use crate::config::{Config, ConfigError};
@@ -89,39 +91,6 @@ pub struct Options {
     /// `os.reservation_failure` of every design: the fraction of page reservations that fail as
     /// in fragmented memory (0: none).
     pub reservation_failure: f64,
-}
-
-/// One claim of the paper beside the measurement, in words (being replaced by [`claim::Claim`]).
-#[derive(Clone, Debug, Serialize)]
-pub struct Claim {
-    /// Where in the paper.
-    pub source: &'static str,
-    /// What the paper says.
-    pub paper: &'static str,
-    /// What xlat measured.
-    pub measured: String,
-    /// Whether the measurement agrees.
-    pub holds: bool,
-    /// Why it differs, or a remark.
-    pub note: String,
-}
-
-impl Claim {
-    /// The same claim as data, with no numbers: used only until the paper states its claims as
-    /// [`claim::Claim`]s.
-    pub fn into_data(self, paper: &str, i: usize) -> claim::Claim {
-        let c = claim::Claim::new(&format!("{paper}.{i}"), self.source, self.paper, claim::Expect::at_least(1.0))
-            .measure("all", if self.holds { 1.0 } else { 0.0 });
-        claim::Claim { why: if self.holds { String::new() } else { self.note }, ..c.judge(0.0, "", "") }
-    }
-}
-
-/// Claims in words as data (until the paper states them as data).
-pub fn claims_from_words(paper: &str, claims: Vec<Claim>) -> claim::Claims {
-    claim::Claims {
-        tolerance: 0.0,
-        claims: claims.into_iter().enumerate().map(|(i, c)| c.into_data(paper, i)).collect(),
-    }
 }
 
 /// The `results.json` of a reproduction: the paper, its results, and its claims with their
@@ -259,19 +228,4 @@ pub(crate) fn preset_with(name: &str, new_name: &str, edit: impl FnOnce(&mut Con
     edit(&mut c);
     c.validate().map_err(|e| ReproError::Input(format!("design {new_name}: {e}")))?;
     Ok(c)
-}
-
-/// The report's claims table.
-pub(crate) fn claims_markdown(claims: &[Claim]) -> String {
-    let mut s = String::from("| claim | paper | xlat | agrees |\n|---|---|---|---|\n");
-    for c in claims {
-        s += &format!(
-            "| {} | {} | {} | {} |\n",
-            c.source,
-            c.paper,
-            c.measured,
-            if c.holds { "yes".to_string() } else { format!("no: {}", c.note) }
-        );
-    }
-    s
 }
