@@ -77,7 +77,7 @@ impl Plan {
         } else {
             ("65536", "4000", "12000", "1048576", "200", "1600")
         };
-        let (lines, text) = if quick { (300, 300) } else { (10000, 20000) };
+        let (lines, text) = if quick { (3000, 300) } else { (10000, 20000) };
         Plan {
             workloads: vec![
                 suite("mdb", "mdb", &["3", records, "256", queries, "8", "{dir}/mdb.dat"]),
