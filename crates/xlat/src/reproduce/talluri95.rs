@@ -470,7 +470,7 @@ pub const MIN_MISSES: u64 = 100;
 
 impl Talluri95 {
     fn with_sizes(&self) -> impl Iterator<Item = (&WorkloadResult, &Sizes)> {
-        self.workloads.iter().filter_map(|w| w.sizes.as_ref().map(|s| (w, s)))
+        self.workloads.iter().filter_map(|w| w.sizes.as_ref().filter(|s| s.pages > 0).map(|s| (w, s)))
     }
 
     /// Lines per miss of `table` under `tlb`, per workload, for the workloads where that TLB takes
@@ -525,8 +525,15 @@ impl Talluri95 {
 
         // Figures 9 and 10: sizes of the workloads that could be sized.
         let sized: Vec<_> = self.with_sizes().collect();
-        let no_size: Vec<String> =
-            self.workloads.iter().filter(|w| w.sizes.is_none()).map(|w| w.name.clone()).collect();
+        let no_size: Vec<String> = self
+            .workloads
+            .iter()
+            .filter_map(|w| match &w.sizes {
+                None => Some(w.name.clone()),
+                Some(s) if s.pages == 0 => Some(format!("{} (its address space held no pages when sized)", w.name)),
+                Some(_) => None,
+            })
+            .collect();
         let size_left = if no_size.is_empty() {
             String::new()
         } else {
@@ -1281,6 +1288,17 @@ mod tests {
         assert!(close(one("talluri95.s4.4.prefetch-misses"), 100.0 * (1.0 - 5.0 / 400.0)));
         let sp = &find(&claims, "talluri95.f10.superpage-shrink").0;
         assert_eq!(sp.verdict, claim::Verdict::Agrees);
+        // A workload whose address space held no pages when sized (a program that exited before
+        // it could be snapshotted) is left out of the size claims and named, not counted as 0 < 0.
+        let mut empty = r.workloads[0].clone();
+        empty.name = "empty".into();
+        empty.sizes.as_mut().unwrap().pages = 0;
+        empty.sizes.as_mut().unwrap().bytes.values_mut().for_each(|b| *b = 0);
+        let r2 = Talluri95 { workloads: vec![r.workloads[0].clone(), empty], ..r };
+        let claims2 = r2.claims_left_out();
+        let (c, left) = find(&claims2, "talluri95.f9.clustered-vs-hashed");
+        assert!(c.measured.iter().all(|m| m.workload == "w"), "{:?}", c.measured);
+        assert!(left.contains("empty (its address space held no pages when sized)"), "{left}");
         let best = &find(&claims, "talluri95.f9.clustered-vs-best").0;
         assert_eq!(best.measured.iter().map(|m| m.value).collect::<Vec<_>>(), vec![576.0, 1536.0]);
         assert_eq!(best.verdict, claim::Verdict::Agrees);
