@@ -397,7 +397,9 @@ pub fn check_bala94(out: &Path) {
     assert_eq!(u(&get("gzip", "ptlb"), "/ptlb_prefetches"), 0);
     let pipeline = get("pipeline", "mach");
     assert!(u(&pipeline, "/ipc") > 0 && u(&pipeline, "/ipc") * 10 < u(&pipeline, "/syscalls"), "{pipeline}");
-    assert!(kernel("pipeline", "ptlb") * 10 >= kernel("pipeline", "mach") * 9);
+    // Little: no more removed than the 25.2% of the paper's least IPC-bound program (mab).
+    let (p, m) = (kernel("pipeline", "ptlb"), kernel("pipeline", "mach"));
+    assert!(p * 1000 >= m * 748, "pipeline: {p} kernel misses with the PTLB against {m}");
     // §6.2: a faster clock makes each kernel miss dearer, and the STLB's paths far cheaper.
     let per = |d: &str| {
         let r = get("mdb", d);
