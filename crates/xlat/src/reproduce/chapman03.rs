@@ -624,9 +624,10 @@ impl Chapman03 {
                 weak = weak.measure_at(&format!("extreme p={}", plan.n_sweep_pages), &format!("n={n}"), r);
             }
         }
+        let savings = ns.iter().map(|(n, s)| format!("n={n} {s:.3}")).collect::<Vec<_>>().join(", ");
         out.push(weak.judge(
             TOLERANCE,
-            "with few processes the private pages of the long VHPT still fit the TLB partly, so sharing has less to save; the saving grows with the processes until their private copies overflow it",
+            &format!("the saving of sharing by process count: {savings}; with few processes the private pages of the long VHPT still fit the TLB partly, so sharing has less to save; the saving grows with the processes until their private copies overflow it"),
             "fewer than two process counts",
         ));
         // §4.1's ITLB configuration, judged against Figure 2's numbers.
