@@ -192,28 +192,11 @@ impl LineChart {
         let mut xs: Vec<f64> = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
-        let mut out = format!("| {} |", md_cell(&self.x_label));
-        for l in &self.lines {
-            let _ = write!(out, " {} |", md_cell(&l.name));
-        }
-        out.push_str("\n| ---: |");
-        for _ in &self.lines {
-            out.push_str(" ---: |");
-        }
-        out.push('\n');
-        for x in xs {
-            let _ = write!(out, "| {x} |");
-            for l in &self.lines {
-                match l.points.iter().find(|p| p.0 == x) {
-                    Some((_, y)) => {
-                        let _ = write!(out, " {y:.digits$} |");
-                    }
-                    None => out.push_str(" — |"),
-                }
-            }
-            out.push('\n');
-        }
-        out
+        let rows = xs.iter().map(|&x| {
+            let cells = self.lines.iter().map(|l| l.points.iter().find(|p| p.0 == x).map(|p| p.1));
+            (format!("{x}"), cells.collect())
+        });
+        md_table(&self.x_label, "---:", self.lines.iter().map(|l| l.name.as_str()), rows, digits)
     }
 
     fn invalid(&self, message: String) -> PlotError {
@@ -535,28 +518,12 @@ impl BarChart {
     /// [`BarChart::x_label`] (or `category` when it is empty).
     pub fn markdown(&self, digits: usize) -> String {
         let first = if self.x_label.is_empty() { "category" } else { &self.x_label };
-        let mut out = format!("| {} |", md_cell(first));
-        for s in &self.series {
-            let _ = write!(out, " {} |", md_cell(&s.name));
-        }
-        out.push_str("\n| --- |");
-        for _ in &self.series {
-            out.push_str(" ---: |");
-        }
-        out.push('\n');
-        for (i, c) in self.categories.iter().enumerate() {
-            let _ = write!(out, "| {} |", md_cell(c));
-            for s in &self.series {
-                match s.values.get(i) {
-                    Some(Some(v)) => {
-                        let _ = write!(out, " {v:.digits$} |");
-                    }
-                    _ => out.push_str(" — |"),
-                }
-            }
-            out.push('\n');
-        }
-        out
+        let rows = self
+            .categories
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (md_cell(c), self.series.iter().map(|s| s.values.get(i).copied().flatten()).collect()));
+        md_table(first, "---", self.series.iter().map(|s| s.name.as_str()), rows, digits)
     }
 
     fn invalid(&self, message: String) -> PlotError {
@@ -952,6 +919,41 @@ fn csv_field(s: &str) -> String {
 }
 
 /// A Markdown table cell: pipes escaped, line breaks as spaces.
+/// A Markdown table: a header of `first` and the column names (the first column aligned as
+/// `align`, the others right), then one row per label with its cells to `digits` decimals, `—`
+/// where a value is missing.
+fn md_table<'a>(
+    first: &str,
+    align: &str,
+    columns: impl Iterator<Item = &'a str>,
+    rows: impl Iterator<Item = (String, Vec<Option<f64>>)>,
+    digits: usize,
+) -> String {
+    let columns: Vec<&str> = columns.collect();
+    let mut out = format!("| {} |", md_cell(first));
+    for c in &columns {
+        let _ = write!(out, " {} |", md_cell(c));
+    }
+    let _ = write!(out, "\n| {align} |");
+    for _ in &columns {
+        out.push_str(" ---: |");
+    }
+    out.push('\n');
+    for (label, cells) in rows {
+        let _ = write!(out, "| {label} |");
+        for cell in cells {
+            match cell {
+                Some(v) => {
+                    let _ = write!(out, " {v:.digits$} |");
+                }
+                None => out.push_str(" — |"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
