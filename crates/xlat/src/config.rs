@@ -658,6 +658,12 @@ impl Config {
         use crate::os::shadow::ShadowPolicy;
         let page_size = self.page_size;
         let mut shadow_range = None;
+        if self.os.fork_flush == crate::os::ForkFlush::NewContext && self.itanium.is_none() {
+            return Err(ParamError::new(
+                "os.fork_flush",
+                "\"new-context\" gives the parent new region IDs: it needs [itanium] (use \"parent\" without regions)",
+            ));
+        }
         if let Some(m) = &self.mtlb {
             if !self.timed() {
                 return Err(ParamError::new(
@@ -1055,6 +1061,7 @@ kind = "radix"     # radix | linear | hashed | clustered
             ("ways = 64", "ways = 5", "tlb[0].ways"),
             ("entries = 64", "entries = 0", "tlb[0].entries"),
             ("page_size = 4096", "page_size = 4000", "page_size"),
+            ("page_size = 4096", "page_size = 4096\n[os]\nfork_flush = \"new-context\"", "os.fork_flush"),
         ];
         for (from, to, key) in cases {
             let e = Config::from_toml(&MINIMAL.replace(from, to), "m.toml").map_err(unlined).unwrap_err();

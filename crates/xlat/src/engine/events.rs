@@ -9,7 +9,7 @@ use super::machine::Machine;
 use crate::addr::{Asid, Pfn, Vpn};
 use crate::cache::Route;
 use crate::os::shadow::{MemOp, ShadowPolicy};
-use crate::os::{Os, OutOfMemory, PtOp};
+use crate::os::{ForkFlush, Os, OutOfMemory, PtOp};
 use crate::pt::Pte;
 use crate::tlb::GLOBAL;
 use crate::trace::Kind;
@@ -199,7 +199,8 @@ impl Machine {
     }
 
     /// The running process forks `child`: the child's spaces (with regions, its private
-    /// regions' own) get copies of the parent's mappings.
+    /// regions' own) get copies of the parent's mappings, and the parent's translations are
+    /// flushed as `os.fork_flush` says.
     fn fork(&mut self, child: u32) -> Result<(), DesignError> {
         if let Some(l) = &mut self.front.layout {
             l.fork(child);
@@ -207,6 +208,33 @@ impl Machine {
         let mut ops = std::mem::take(&mut self.ops);
         ops.clear();
         let parent = self.front.asid.0;
+        // The fork write-protects the parent's private pages, so the kernel flushes the
+        // parent's translations (`os.fork_flush`): its own spaces' entries are shot down below,
+        // and under `new-context` its private regions get new RIDs first (the child's context
+        // comes after). Shared regions and global entries stay.
+        let mut shootdown = std::mem::take(&mut self.shootdown);
+        shootdown.clear();
+        let flush = self.os.fork_flush();
+        if flush != ForkFlush::None {
+            let tags = self.front.tags;
+            for vrn in 0..8 {
+                if self.front.is_private(vrn) && !tags[..vrn].contains(&tags[vrn]) {
+                    shootdown.push((Asid(tags[vrn]), Vpn(0), Vpn(u64::MAX)));
+                }
+            }
+        }
+        if let (ForkFlush::NewContext, Some(r)) = (flush, self.front.regions.as_mut()) {
+            let mut purged = false;
+            let renewed = r.renew(parent, &mut purged);
+            if purged {
+                self.purge_rids();
+            }
+            if let Err(error) = renewed {
+                self.ops = ops;
+                self.shootdown = shootdown;
+                return Err(DesignError::Rids { config: self.name.clone(), error });
+            }
+        }
         let child_spaces = self.front.regions.as_mut().map(|r| {
             let mut purged = false;
             let theirs = r.spaces(child, Some(parent), &mut purged);
@@ -222,6 +250,7 @@ impl Machine {
                     Ok(t) => t,
                     Err(error) => {
                         self.ops = ops;
+                        self.shootdown = shootdown;
                         return Err(DesignError::Rids { config: self.name.clone(), error });
                     }
                 };
@@ -235,8 +264,9 @@ impl Machine {
                 }
             }
         }
-        self.apply(&ops, &[]);
+        self.apply(&ops, &shootdown);
         self.ops = ops;
+        self.shootdown = shootdown;
         Ok(())
     }
 

@@ -65,6 +65,7 @@ impl Machine {
             FrameAllocator::new(config.os.frame_allocator, design.frames, config.os.seed, config.os.fragmentation),
             Paging::new(&config.os, page_size).expect("validated: os"),
         );
+        os.set_fork_flush(config.os.fork_flush);
         let mem = MemorySide::new(design);
         if config.os.shadow_superpages != ShadowPolicy::None {
             let range = mem.timed().and_then(|t| t.h.mtlb()).map(|m| {

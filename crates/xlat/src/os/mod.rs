@@ -58,6 +58,36 @@ impl Superpages {
     }
 }
 
+/// What a fork does to the parent's TLB entries (`os.fork_flush`). A fork write-protects the
+/// parent's private pages for copy on write, so a kernel flushes the translations the parent
+/// holds: Linux's `dup_mmap` (kernel/fork.c) ends with `flush_tlb_mm` of the parent's mm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForkFlush {
+    /// Nothing: the parent's entries stay.
+    #[default]
+    None,
+    /// Every TLB entry of the parent's own address spaces is invalidated (a flush of its mm,
+    /// as a TLB without region IDs must do); shared regions and global entries stay.
+    Parent,
+    /// Linux/ia64's `flush_tlb_mm` (include/asm-ia64/tlbflush.h): the parent's mm gets a new
+    /// context, so its private regions get new region IDs and nothing is purged; its entries
+    /// under the old RIDs can never hit again (xlat drops them at once) and the long VHPT's
+    /// entries under them are dead. Shared regions keep their RIDs. Needs `[itanium]`.
+    NewContext,
+}
+
+impl ForkFlush {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForkFlush::None => "none",
+            ForkFlush::Parent => "parent",
+            ForkFlush::NewContext => "new-context",
+        }
+    }
+}
+
 /// `[os]` section of a config.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -99,6 +129,9 @@ pub struct OsConfig {
     /// A page cache: every mapping of one object page shares its frame, private writable
     /// mappings and forks copy on write (default true; see `os/pcache.rs`).
     pub page_cache: bool,
+    /// What a fork does to the parent's TLB entries: `none`, `parent` or `new-context`
+    /// (default `none`; see [`ForkFlush`]).
+    pub fork_flush: ForkFlush,
     /// Kernel cycles per system call (default 0): `kernel.cycles` and a timed design's
     /// `time.breakdown.kernel` (docs/configuration.md, "Kernel time").
     pub syscall_cycles: u64,
@@ -243,6 +276,7 @@ impl Default for OsConfig {
             personality: mach3::Personality::Linux,
             shadow_superpages: shadow::ShadowPolicy::None,
             page_cache: true,
+            fork_flush: ForkFlush::None,
             syscall_cycles: 0,
             switch_cycles: 0,
             minor_fault_cycles: 0,
@@ -416,6 +450,8 @@ pub struct Os {
     pcache: Option<Box<pcache::PageCache>>,
     /// Frames holding a write-protected page (copy on write).
     cow: pcache::CowFrames,
+    /// What a fork does to the parent's TLB entries (`os.fork_flush`).
+    fork_flush: ForkFlush,
 }
 
 /// Mask of bits `lo..=hi`.
@@ -459,6 +495,7 @@ impl Os {
             shadow: None,
             pcache: None,
             cow: pcache::CowFrames::default(),
+            fork_flush: ForkFlush::None,
         }
     }
 }
@@ -476,6 +513,16 @@ impl Os {
     pub fn set_page_cache(&mut self) {
         debug_assert!(!self.paging.reservation && self.shadow.is_none());
         self.pcache = Some(Box::new(pcache::PageCache::new(self.paging.page_size.bytes())));
+    }
+
+    /// Sets what a fork does to the parent's TLB entries (`os.fork_flush`).
+    pub fn set_fork_flush(&mut self, f: ForkFlush) {
+        self.fork_flush = f;
+    }
+
+    /// What a fork does to the parent's TLB entries.
+    pub fn fork_flush(&self) -> ForkFlush {
+        self.fork_flush
     }
 
     /// True if this OS has a page cache.

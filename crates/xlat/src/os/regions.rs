@@ -335,6 +335,25 @@ impl Regions {
         Ok(Some(q.spaces))
     }
 
+    /// Process `asid` gets a new context (Linux/ia64's `flush_tlb_mm`, at a fork): its private
+    /// spaces are renamed with the new context's RIDs; the program's text and the global
+    /// region keep theirs. `purged` is set when contexts ran out.
+    pub fn renew(&mut self, asid: u32, purged: &mut bool) -> Result<(), RidsExhausted> {
+        if !self.procs.contains_key(&asid) {
+            return Ok(());
+        }
+        let ctx = self.context(purged)?;
+        let p = self.procs.get_mut(&asid).expect("present");
+        p.ctx = ctx;
+        let spaces = p.spaces;
+        for (vrn, s) in spaces.iter().enumerate() {
+            if self.is_private(asid, vrn) {
+                self.rid[*s as usize] = self.rid(ctx, vrn as u32);
+            }
+        }
+        Ok(())
+    }
+
     /// Process `asid` exits: its private spaces, to be torn down (shared ones stay).
     pub fn exit(&mut self, asid: u32) -> Vec<u32> {
         let mut out = Vec::new();
@@ -399,6 +418,26 @@ mod tests {
         u.sort_unstable();
         u.dedup();
         assert_eq!(u.len(), 3, "live spaces keep distinct RIDs after the purge: {rids:?}");
+    }
+
+    #[test]
+    fn a_new_context_renames_private_regions_only() {
+        let cfg = ItaniumConfig { share_text: true, shared_region: true, ..ItaniumConfig::default() };
+        let mut r = Regions::new(&cfg);
+        let mut purged = false;
+        let a = r.spaces(7, None, &mut purged).unwrap();
+        let before: Vec<u32> = a.iter().map(|&s| r.rid_of(s)).collect();
+        r.renew(7, &mut purged).unwrap();
+        assert!(!purged);
+        // Contexts 1 (text) and 2 (the process) were taken: the new one is 3.
+        for (vrn, &s) in a.iter().enumerate() {
+            let want = match vrn {
+                1 => 1,
+                2 => (1 << 3) | 2,
+                _ => (3 << 3) | vrn as u32,
+            };
+            assert_eq!(r.rid_of(s), want, "region {vrn} (was {})", before[vrn]);
+        }
     }
 
     #[test]

@@ -729,7 +729,7 @@ impl Chapman03 {
             let fork_facts = self.facts("fork", plan.vm_pages, plan.forks, &[SHORT, design]);
             out.push(c.judge(
                 TOLERANCE,
-                &format!("xlat models a fork by its traced events: the child gets new RIDs and the parent keeps its own, with no TLB flush in any design, so sharing cannot gain by surviving a flush as the paper explains its 1.15; what remains is each child's first touches, which the long VHPT's walker misses and traps on while the short VHPT's finds the PTEs the fork copied; the kernel's fork work is the [os] per-event cost, the same for every design ({fork_facts})"),
+                &format!("at each fork the parent takes a new context as Linux/ia64's flush_tlb_mm gives it (`os.fork_flush = \"new-context\"`): its private regions' entries can no longer hit, while the shared text region's survive with sharing, as the paper explains its 1.15; but the parent's refills under its new RIDs miss the long VHPT too and trap, as do each child's first touches, while the short VHPT's walker finds the PTEs the fork copied, so the traps outweigh what sharing saves; the kernel's fork work is the [os] per-event cost, the same for every design ({fork_facts})"),
                 "vmloop fork not run",
             ));
         }
@@ -796,7 +796,7 @@ impl Chapman03 {
         out.push(rid.judge(
             TOLERANCE,
             &format!(
-                "byte-swapping spreads the RIDs of processes created one after another, but where a trace's processes touch few pages each and their RIDs differ in the swapped bytes, the spread RIDs land on other processes' entries as often as the sequential ones on each other's ({})",
+                "byte-swapping spreads the RIDs of processes created one after another, but where a trace's processes touch few pages each and their RIDs differ in the swapped bytes, the spread RIDs land on other processes' entries as often as the sequential ones on each other's; and with the VHPT's 2^17 entries only a byte-swapped context's low 6 bits (RID bits 11 to 16) reach the exclusive-OR index, so once more than 64 contexts are in use (Linux gives a forking parent a new context at each fork, `os.fork_flush`) contexts c and c + 64 of processes with one layout hash to the same entries ({})",
                 against.join("; ")
             ),
             "no long-VHPT run",
