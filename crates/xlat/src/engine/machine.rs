@@ -76,13 +76,10 @@ impl Machine {
                 .expect("validated: shadow");
             os.set_shadow(shadow);
         }
-        // The page cache shares frames; reserved blocks and shadow superpages place each
-        // process's pages themselves, and the Mach personality keeps its own page tables.
-        if config.os.page_cache
-            && !config.os.reservation
-            && config.os.shadow_superpages == ShadowPolicy::None
-            && config.os.personality == crate::os::mach3::Personality::Linux
-        {
+        // The page cache shares frames (under shadow superpages, outside their regions, and
+        // under Mach 3.0, whose memory objects every task mapping them shares); reserved blocks
+        // place each process's pages themselves.
+        if config.os.page_cache && !config.os.reservation {
             os.set_page_cache();
         }
         let layout =

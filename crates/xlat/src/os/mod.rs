@@ -508,10 +508,11 @@ impl Os {
 
     /// Turns on the page cache and copy on write (`os.page_cache`). Designs with reservations
     /// keep each process's pages in its own reserved blocks, so they take no page cache (and
-    /// forks share frames as without it); the engine does not call this for them, nor for
-    /// shadow superpages or the Mach personality.
+    /// forks share frames as without it); the engine does not call this for them. Under shadow
+    /// superpages, the pages of a shadow region are the region's (placed by it, never faulted
+    /// from the cache) and are not write-protected: a fork shares them as without the cache.
     pub fn set_page_cache(&mut self) {
-        debug_assert!(!self.paging.reservation && self.shadow.is_none());
+        debug_assert!(!self.paging.reservation);
         self.pcache = Some(Box::new(pcache::PageCache::new(self.paging.page_size.bytes())));
     }
 
@@ -523,6 +524,11 @@ impl Os {
     /// What a fork does to the parent's TLB entries.
     pub fn fork_flush(&self) -> ForkFlush {
         self.fork_flush
+    }
+
+    /// True if page `vpn` of `asid` lies in a shadow superpage.
+    fn in_shadow_superpage(&self, asid: Asid, vpn: Vpn) -> bool {
+        self.shadow.is_some() && self.shadow_pte(asid, vpn).is_some()
     }
 
     /// True if this OS has a page cache.
@@ -604,7 +610,10 @@ impl Os {
         let Some(&pfn) = self.resident.get(&(asid.0, vpn.0)) else {
             return Ok(None);
         };
-        if !self.shared.contains_key(&pfn) || !pc.range_of(asid.0, vpn).map_or(true, |(_, r)| r.cow) {
+        if !self.shared.contains_key(&pfn)
+            || !pc.range_of(asid.0, vpn).map_or(true, |(_, r)| r.cow)
+            || self.in_shadow_superpage(asid, vpn)
+        {
             return Ok(None);
         }
         let new = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
@@ -790,8 +799,11 @@ impl Os {
                     e.insert(pfn);
                     *self.shared.entry(pfn).or_insert(1) += 1;
                     if let Some(pc) = &self.pcache {
-                        // Both copies of a private page are write-protected now.
-                        if pc.range_of(parent.0, Vpn(v)).map_or(true, |(_, r)| r.cow) {
+                        // Both copies of a private page are write-protected now (not a shadow
+                        // region's page: the child shares its superpage).
+                        if pc.range_of(parent.0, Vpn(v)).map_or(true, |(_, r)| r.cow)
+                            && !self.in_shadow_superpage(parent, Vpn(v))
+                        {
                             self.cow.set(pfn);
                         }
                     }

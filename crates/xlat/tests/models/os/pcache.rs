@@ -222,3 +222,78 @@ fn plain_and_general_loops_agree_on_copies() {
     // Fork trace's 2 copies, and process 2's two writes of its private file pages.
     assert_eq!(p.os.cow_copies, 4);
 }
+
+/// Three processes map one page of object 5 (shared, or private and read-only) at addresses
+/// of their own and load it under `preset`: its frames in use, cache frames and hits with and
+/// without the page cache.
+fn one_file_page(preset: &str, flags: u32) -> [(u64, u64, u64); 2] {
+    let mut t = Vec::new();
+    for asid in 1..=3u32 {
+        let at = 0x7f00_0000_0000 + asid as u64 * 0x100_0000;
+        t.push(switch(asid));
+        t.extend(map_object(5, 0, at, 1, flags));
+        t.push(load(at + 16));
+    }
+    [true, false].map(|on| {
+        let mut c = Config::preset(preset).unwrap();
+        c.os.page_cache = on;
+        let (s, st) = run(&c, &t);
+        s.check_translations().unwrap();
+        (st.os.frames_in_use, st.os.page_cache.frames, st.os.page_cache.hits)
+    })
+}
+
+#[test]
+fn mach3_tasks_mapping_one_memory_object_share_its_frame() {
+    // bala94's Mach 3.0: a memory object's pages are shared by every task mapping it. The first
+    // task reads the page in (1 frame), the other two find it (2 hits); without the cache
+    // each task's fault takes a frame of its own, 2 more.
+    for flags in [READ | SHARED | FILE, READ | FILE] {
+        let [(on, frames, hits), (off, f0, h0)] = one_file_page("mach3-r3000", flags);
+        assert_eq!((frames, hits, f0, h0), (1, 2, 0, 0), "flags {flags:#x}");
+        assert_eq!(off - on, 2, "flags {flags:#x}");
+    }
+}
+
+#[test]
+fn file_pages_outside_shadow_regions_share_their_frame() {
+    // swanson98's machine with shadow superpages for the heap: a small file mapping is no
+    // shadow region, so its page is the page cache's, as with any Linux design.
+    for preset in ["swanson98", "swanson98-mtlb"] {
+        let [(on, frames, hits), (off, f0, h0)] = one_file_page(preset, READ | SHARED | FILE);
+        assert_eq!((frames, hits, f0, h0), (1, 2, 0, 0), "{preset}");
+        assert_eq!(off - on, 2, "{preset}");
+    }
+}
+
+#[test]
+fn a_forked_shadow_superpage_is_shared_not_copied() {
+    // A 1 MB anonymous private writable mapping (at least shadow.min_bytes) is a shadow region
+    // under "heap": the fork shares its superpages with the child, and stores to it by either
+    // side copy nothing; a private file page beside it is write-protected by the fork and the
+    // parent's store copies it (1 copy), as without shadow superpages.
+    let mut t = vec![switch(1)];
+    t.push(Record::Map { start: 0x2000_0000, len: 1 << 20, flags: READ | WRITE });
+    t.push(store(0x2000_0000));
+    t.extend(map_object(7, 0, 0x3000_0000, 1, READ | WRITE | FILE));
+    t.push(load(0x3000_0000));
+    t.push(Record::Fork { child: 2 });
+    t.push(store(0x2000_0000 + 8));
+    t.push(store(0x3000_0000 + 8));
+    t.push(switch(2));
+    t.push(store(0x2000_0000 + 16));
+    // Both methods: "remap" (the TLB translates to shadow addresses) and "copy" (superpages of
+    // real frames, which the fork must not write-protect).
+    for method in [xlat::os::shadow::ShadowMethod::Remap, xlat::os::shadow::ShadowMethod::Copy] {
+        let mut c = Config::preset("swanson98-mtlb").unwrap();
+        c.shadow.method = method;
+        let (s, st) = run(&c, &t);
+        s.check_translations().unwrap();
+        assert!(
+            st.shadow.as_ref().is_some_and(|sh| sh.superpages > 0),
+            "{method:?}: the mapping must be a shadow region"
+        );
+        assert_eq!(st.os.cow_copies, 1, "{method:?}");
+        assert_eq!((st.os.page_cache.frames, st.os.page_cache.hits), (1, 0), "{method:?}");
+    }
+}
