@@ -296,7 +296,7 @@ if want anchors; then
     rtt1=$("$D/pingpong" | sed 's/^round trip //')
     rm -f "$D/anchor.og"
     [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
-      echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2
+      echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm (a trace's unmaps and exits shoot down TLB entries, which the page stream does not show)" >&2
     printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xlat FA-64 LRU + radix, $label, end to end" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
     printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx (medians %.2fx)\n" "C loop (benches/fa_lru.c), $label" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)" "$(echo "$mc / $mx" | bc -l)"
     printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx (medians %.2fx)\n" "libCacheSim LRU (process_trace), $label" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)" "$(echo "$ml / $mx" | bc -l)"

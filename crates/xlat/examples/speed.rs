@@ -25,7 +25,6 @@ fn main() {
                     shift: 12,
                     counts: &mut counts,
                     all_records: false,
-                    stores: false,
                     for_other_core: false,
                 },
             )

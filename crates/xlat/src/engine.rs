@@ -101,16 +101,14 @@ impl System {
 
     /// True if this design takes the batches' page words at pages of `2^shift` bytes (and
     /// only the records whose word is [`crate::trace::SLOW_WORD`]): [`System::process_plain_words`].
-    /// While stores may copy on write ([`crate::os::Os::watches_writes`]), only if the words
-    /// send stores down the general step (`stores`: [`crate::trace::BatchWords::stores`]).
-    pub(crate) fn reads_words(&self, shift: u32, stores: bool) -> bool {
-        self.plain && self.m.page_size.shift() == shift && (stores || !self.m.os.watches_writes())
+    pub(crate) fn reads_words(&self, shift: u32) -> bool {
+        self.plain && self.m.page_size.shift() == shift && !self.m.os.watches_writes()
     }
 
-    /// True if this design must see its stores' records even while it reads page words: with
-    /// a page cache, a store may copy on write ([`crate::os::Os::watches_writes`]), which the
-    /// plain loop leaves to the general step.
-    pub(crate) fn needs_stores(&self) -> bool {
+    /// True if this design may need every record of a batch even while it reads page words:
+    /// with a page cache, stores may copy on write, which the plain loop leaves to the general
+    /// one ([`crate::os::Os::watches_writes`]).
+    pub(crate) fn needs_records(&self) -> bool {
         self.m.os.has_page_cache()
     }
 

@@ -900,7 +900,7 @@ pub fn curve(
         // Lanes at the first page size read the page words alone (and the records that take
         // the general step); the others read every record.
         let all_records = lanes.iter().any(|l| l.shift != shift);
-        let spec = crate::engine::feed::FeedSpec { shift, max, threads: 2, all_records, stores: false };
+        let spec = crate::engine::feed::FeedSpec { shift, max, threads: 2, all_records };
         let feed = crate::engine::feed::spawn(scope, &mut *reader, counts, spec);
         while let Some(batch) = feed.next() {
             let batch = batch?;

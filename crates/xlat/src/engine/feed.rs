@@ -24,8 +24,6 @@ pub(crate) struct Batch {
     /// Whether every record was written; if not, only those whose word is [`SLOW_WORD`]
     /// ([`BatchWords::all_records`]).
     all_records: bool,
-    /// Whether stores' and modifies' words are [`SLOW_WORD`] ([`BatchWords::stores`]).
-    stores: bool,
     /// The trace's counts before and after the batch.
     pub(crate) before: TraceCounts,
     pub(crate) after: TraceCounts,
@@ -38,7 +36,6 @@ impl Batch {
             words: Vec::with_capacity(BATCH),
             n: 0,
             all_records: true,
-            stores: false,
             before: TraceCounts::default(),
             after: TraceCounts::default(),
         }
@@ -61,11 +58,6 @@ impl Batch {
     pub(crate) fn accesses_before(&self, i: usize) -> u64 {
         let (records, words) = (self.slow_records(), self.words());
         (0..i).filter(|&j| words[j] != SLOW_WORD || matches!(records[j], Record::Access { .. })).count() as u64
-    }
-
-    /// True if stores' and modifies' words are [`SLOW_WORD`] ([`FeedSpec::stores`]).
-    pub(crate) fn marks_stores(&self) -> bool {
-        self.stores
     }
 
     /// Their page words.
@@ -121,9 +113,6 @@ pub(crate) struct FeedSpec {
     /// Whether the consumers read every record ([`Batch::records`]), or only those whose page
     /// word is [`SLOW_WORD`] ([`Batch::slow_records`]), which the reader may then write alone.
     pub(crate) all_records: bool,
-    /// Whether stores' and modifies' words are [`SLOW_WORD`], their records written: for
-    /// designs with a page cache that read page words (a store may copy on write).
-    pub(crate) stores: bool,
 }
 
 /// Starts the reader thread of `reader` in `scope` as `spec` says; counts go on from `counts`.
@@ -239,13 +228,13 @@ fn read_next(
     mut b: Batch,
     for_other_core: bool,
 ) -> Next {
-    let FeedSpec { shift, max, all_records, stores, .. } = *spec;
+    let FeedSpec { shift, max, all_records, .. } = *spec;
     if counts.references == max {
         // At the limit: is there more trace?
         return Next::End(matches!(reader.read_batch(&mut b.records, 1), Ok(n) if n > 0));
     }
     b.before = *counts;
-    match read_counted(reader, &mut b, counts, shift, max, (all_records, stores), for_other_core) {
+    match read_counted(reader, &mut b, counts, shift, max, all_records, for_other_core) {
         Ok(None) => Next::End(false),
         Ok(Some(cut)) => {
             b.after = *counts;
@@ -451,21 +440,19 @@ fn fetched(b: Batch, polls: bool) -> Batch {
 
 /// Reads up to [`BATCH`] records into `b` and adds them to `c` (lookups at `shift`), stopping
 /// at `max` references; every record, or (unless `all_records`) perhaps only those whose word is
-/// [`SLOW_WORD`], stores' words slow if `stores` ([`FeedSpec::stores`]). Returns whether the
-/// limit cut the batch, or `None` at the end of the trace.
+/// [`SLOW_WORD`]. Returns whether the limit cut the batch, or `None` at the end of the trace.
 fn read_counted(
     reader: &mut dyn TraceReader,
     b: &mut Batch,
     c: &mut TraceCounts,
     shift: u32,
     max: u64,
-    (all_records, stores): (bool, bool),
+    all_records: bool,
     for_other_core: bool,
 ) -> Result<Option<bool>, TraceError> {
-    b.stores = stores;
     if max == u64::MAX {
         // Without a limit, the whole batch, counted as it is decoded.
-        let w = BatchWords { words: &mut b.words, shift, counts: c, all_records, stores, for_other_core };
+        let w = BatchWords { words: &mut b.words, shift, counts: c, all_records, for_other_core };
         b.n = reader.read_batch_words(&mut b.records, BATCH, w)?;
         b.all_records = all_records;
         return Ok((b.n > 0).then_some(false));
@@ -476,9 +463,6 @@ fn read_counted(
     }
     b.n = records_within(&b.records, max - c.references);
     c.add_words(&b.records[..b.n], shift, &mut b.words);
-    if stores {
-        crate::trace::slow_stores(&b.records[..b.n], &mut b.words);
-    }
     Ok(Some(b.n < b.records.len()))
 }
 
@@ -519,7 +503,7 @@ mod tests {
             GenSpec { pattern: Pattern::Uniform, refs, footprint: 3 << 12, access_size: 6, ..GenSpec::default() };
         for max in [u64::MAX, 5 * BATCH as u64 + 17, 4 * BATCH as u64, refs, refs + 1] {
             for all_records in [false, true] {
-                let feed_spec = |threads| FeedSpec { shift: 12, max, threads, all_records, stores: false };
+                let feed_spec = |threads| FeedSpec { shift: 12, max, threads, all_records };
                 let (mut a, mut b) = (Generator::new(spec).unwrap(), Generator::new(spec).unwrap());
                 let inline = drain(inline(&mut a, TraceCounts::default(), feed_spec(2)));
                 // One thread for the whole run: the reader thread does not poll and bundles.
@@ -541,7 +525,7 @@ mod tests {
         let refs = 3 * PROBE_AFTER as u64 * BATCH as u64 + 77;
         let spec =
             GenSpec { pattern: Pattern::Uniform, refs, footprint: 5 << 12, access_size: 6, ..GenSpec::default() };
-        let feed_spec = || FeedSpec { shift: 12, max: u64::MAX, threads: 1, all_records: false, stores: false };
+        let feed_spec = || FeedSpec { shift: 12, max: u64::MAX, threads: 1, all_records: false };
         let (mut a, mut b) = (Generator::new(spec).unwrap(), Generator::new(spec).unwrap());
         let inline = drain(inline(&mut a, TraceCounts::default(), feed_spec()));
         let thread = std::thread::scope(|scope| {

@@ -159,13 +159,11 @@ pub(super) fn run_shares(
     let costs = Costs::new(systems.len());
     let truncated = std::thread::scope(|scope| -> Result<bool, SimError> {
         // Plain designs at the lookup page size read the page words alone (and the records that
-        // take the general step); any other design reads every record. A plain design with a
-        // page cache sees stores (which may copy on write) as records: stores' words are then
-        // slow, for every design that reads words.
-        let stores = systems.iter().any(|s| s.reads_words(shift, true) && s.needs_stores());
-        let all_records = systems.iter().any(|s| !s.reads_words(shift, stores));
+        // take the general step); any other design reads every record, as does a design with a
+        // page cache (stores may copy on write, which only the general step sees).
+        let all_records = systems.iter().any(|s| !s.reads_words(shift) || s.needs_records());
         let (threads, inline) = reading(jobs, reader.busy_threads(), feed::cores());
-        let spec = feed::FeedSpec { shift, max, threads, all_records, stores };
+        let spec = feed::FeedSpec { shift, max, threads, all_records };
         let spare = reader.spare_work();
         let feed = if inline {
             feed::inline(&mut *reader, counts, spec)

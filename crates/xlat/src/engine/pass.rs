@@ -40,8 +40,8 @@ pub(super) fn process_share<'a>(systems: impl IntoIterator<Item = &'a mut System
     let (words, before) = (batch.words(), &batch.before);
     for s in systems.into_iter().filter(|s| s.failure.is_none()) {
         let r = contain::run(|| {
-            if s.reads_words(shift, batch.marks_stores()) {
-                s.process_plain_words(batch.slow_records(), words, batch.marks_stores())
+            if s.reads_words(shift) {
+                s.process_plain_words(batch.slow_records(), words)
             } else {
                 s.process_until(batch.records())
             }

@@ -54,36 +54,26 @@ impl System {
     pub(super) fn process_plain(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
         // Pages are at least 2 bytes (`Config::validate`), as `page_word` needs.
         let shift = self.m.page_size.shift();
-        self.plain_loop(records, |i| page_word(&records[i], shift), false)
+        self.plain_loop(records, |i| page_word(&records[i], shift))
     }
 
     /// [`System::process_plain`] given the batch's [`page_word`]s at the design's page size,
-    /// as the reader thread makes them (`words.len() == records.len()`); `stores`: whether
-    /// stores' words are [`SLOW_WORD`] ([`crate::trace::BatchWords::stores`]).
+    /// as the reader thread makes them (`words.len() == records.len()`).
     pub(super) fn process_plain_words(
         &mut self,
         records: &[Record],
         words: &[u64],
-        stores: bool,
     ) -> Result<(), (usize, DesignError)> {
         let words = &words[..records.len()];
-        self.plain_loop(records, |i| words[i], stores)
+        self.plain_loop(records, |i| words[i])
     }
 
-    /// The loop of a plain design over `records`, whose page words `word(i)` gives. While the
-    /// OS watches writes ([`crate::os::Os::watches_writes`]: a store may copy on write), it
-    /// goes on only if `stores` (every store's word is [`SLOW_WORD`], so [`System::plain_record`]
-    /// sees each store); otherwise the general loop takes the rest of the batch.
+    /// The loop of a plain design over `records`, whose page words `word(i)` gives.
     #[inline(always)]
-    fn plain_loop(
-        &mut self,
-        records: &[Record],
-        word: impl Fn(usize) -> u64,
-        stores: bool,
-    ) -> Result<(), (usize, DesignError)> {
+    fn plain_loop(&mut self, records: &[Record], word: impl Fn(usize) -> u64) -> Result<(), (usize, DesignError)> {
         let tlbs = [self.m.tlbs.ipath.levels[0] as usize, self.m.tlbs.dpath.levels[0] as usize];
         if tlbs[0] == tlbs[1] && self.m.tlbs.structures[tlbs[0]].tlb.is_fa_lru() {
-            return self.plain_loop_fa_lru(records, word, tlbs[0], stores);
+            return self.plain_loop_fa_lru(records, word, tlbs[0]);
         }
         // One-page lookups, and those of data references, counted in registers: a count in
         // memory would chain each reference to the previous one's store. They go to
@@ -100,7 +90,7 @@ impl System {
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
                 self.plain_record(&records[r], tlbs).map_err(|e| (r, e))?;
-                if !stores && self.m.os.watches_writes() {
+                if self.m.os.watches_writes() {
                     return self.process_general(records, i);
                 }
                 continue;
@@ -151,7 +141,6 @@ impl System {
         records: &[Record],
         word: impl Fn(usize) -> u64,
         t: usize,
-        stores: bool,
     ) -> Result<(), (usize, DesignError)> {
         let (mut n, mut n_data) = (0u64, 0u64);
         let len = records.len();
@@ -209,7 +198,7 @@ impl System {
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
                 self.plain_record(&records[r], [t, t]).map_err(|e| (r, e))?;
-                if !stores && self.m.os.watches_writes() {
+                if self.m.os.watches_writes() {
                     return self.process_general(records, i);
                 }
                 continue;
@@ -261,18 +250,13 @@ impl System {
         (*n, *n_data) = (0, 0);
     }
 
-    /// A record of a plain design that is not a one-page access: an event, an access that
-    /// spans pages (one lookup per page, ascending, in level-1 structure `tlbs[is_data]`), or
-    /// a store while the OS watches writes, which takes the general step ([`System::access`]:
-    /// it may copy on write).
+    /// A record of a plain design that is not a one-page access: an event, or an access
+    /// that spans pages (one lookup per page, ascending, in level-1 structure `tlbs[is_data]`).
     #[inline(never)]
     fn plain_record(&mut self, r: &Record, tlbs: [usize; 2]) -> Result<(), DesignError> {
         let Record::Access { kind, size, addr } = *r else {
             return self.event(r);
         };
-        if kind.is_store() && self.m.os.watches_writes() {
-            return self.access(kind, size, addr);
-        }
         let shift = self.m.page_size.shift();
         let is_data = kind.is_data() as usize;
         let (first, last) = (addr >> shift, addr.saturating_add((size as u64).saturating_sub(1)) >> shift);

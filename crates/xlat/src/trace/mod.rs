@@ -351,18 +351,6 @@ pub fn page_word(r: &Record, shift: u32) -> u64 {
     }
 }
 
-/// Makes the page word of every store and modify of `records` [`SLOW_WORD`]
-/// ([`BatchWords::stores`]).
-pub(crate) fn slow_stores(records: &[Record], words: &mut [u64]) {
-    for (r, w) in records.iter().zip(words) {
-        if let Record::Access { kind, .. } = r {
-            if kind.is_store() {
-                *w = SLOW_WORD;
-            }
-        }
-    }
-}
-
 /// The counts of [`TraceCounts::add`] over at most [`Tally::MAX`] records, in registers.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Tally {
@@ -497,10 +485,6 @@ pub struct BatchWords<'a> {
     /// then left as they were in `out`, and the caller goes by the words alone there (the
     /// xtr reader saves a quarter of its stores so).
     pub all_records: bool,
-    /// Whether the word of a store or a modify is [`SLOW_WORD`] (its record then written
-    /// whatever `all_records` says), for consumers that must see stores' records: a design with
-    /// a page cache copies a write-protected page on a store.
-    pub stores: bool,
     /// Whether the words are for a thread on another core (a run's reader thread with a core
     /// to itself hands them to its simulation). A reader may then store them around its cache,
     /// so that it neither waits to own lines that the other core read last nor keeps them.
@@ -521,9 +505,6 @@ pub trait TraceReader: Send {
     fn read_batch_words(&mut self, out: &mut Vec<Record>, max: usize, w: BatchWords<'_>) -> Result<usize, TraceError> {
         let n = self.read_batch(out, max)?;
         w.counts.add_words(out, w.shift, w.words);
-        if w.stores {
-            slow_stores(out, w.words);
-        }
         Ok(n)
     }
     /// What the reader has consumed and skipped so far.

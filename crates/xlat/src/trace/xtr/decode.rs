@@ -128,7 +128,7 @@ fn at(buf: &[u8], p: *const u8) -> usize {
 /// loop, which then keeps no pointer into `out` (most records are not written).
 #[inline(always)]
 fn put<S: Sink>(out: &mut [Record], i: usize, r: Record) {
-    if S::ALL || S::STORES {
+    if S::ALL {
         out[i] = r;
     } else {
         put_rare(out, i, r);
@@ -269,26 +269,18 @@ pub(super) fn decode_run<S: Sink>(
 /// of the decoding loop that writes every record, one for 4 KiB pages (the shift a constant) and
 /// one for other page sizes. Several sinks (blocks decoded together) are of one type.
 macro_rules! with_words_sink {
-    ($all:expr, $stores:expr, $shift:expr, $nt:tt, $($words:expr => $sink:ident),+ ; $body:expr) => {
-        match ($all, $stores, $shift) {
-            (true, false, _) => {
-                $(let $sink = Words::<true, 0, $nt, false>::new($words, $shift);)+
+    ($all:expr, $shift:expr, $nt:tt, $($words:expr => $sink:ident),+ ; $body:expr) => {
+        match ($all, $shift) {
+            (true, _) => {
+                $(let $sink = Words::<true, 0, $nt>::new($words, $shift);)+
                 $body
             }
-            (true, true, _) => {
-                $(let $sink = Words::<true, 0, $nt, true>::new($words, $shift);)+
+            (false, 12) => {
+                $(let $sink = Words::<false, 12, $nt>::new($words, $shift);)+
                 $body
             }
-            (false, false, 12) => {
-                $(let $sink = Words::<false, 12, $nt, false>::new($words, $shift);)+
-                $body
-            }
-            (false, false, _) => {
-                $(let $sink = Words::<false, 0, $nt, false>::new($words, $shift);)+
-                $body
-            }
-            (false, true, _) => {
-                $(let $sink = Words::<false, 0, $nt, true>::new($words, $shift);)+
+            (false, _) => {
+                $(let $sink = Words::<false, 0, $nt>::new($words, $shift);)+
                 $body
             }
         }
@@ -324,13 +316,12 @@ fn fence_words<const NT: bool>() {
     }
 }
 
-/// How a block is to be decoded: at pages of `2^shift` bytes, every record or not, stores'
-/// words [`SLOW_WORD`] or not ([`BatchWords`](crate::trace::BatchWords)).
+/// How a block is to be decoded: at pages of `2^shift` bytes, every record or not
+/// ([`BatchWords`](crate::trace::BatchWords)).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Params {
     pub(super) shift: u32,
     pub(super) all_records: bool,
-    pub(super) stores: bool,
 }
 
 /// Decodes a block's `records` records, `raw[..bytes]` (followed by at least [`MARGIN`] more
@@ -348,7 +339,7 @@ pub(super) fn decode_block<const NT: bool>(
 ) -> Result<Tally, (String, usize)> {
     let (out, ws) = block_room(raw, bytes, records, recs, words);
     let mut st = BlockState::default();
-    let (pos, start, stop, tally) = with_words_sink!(params.all_records, params.stores, params.shift, NT, ws => sink; {
+    let (pos, start, stop, tally) = with_words_sink!(params.all_records, params.shift, NT, ws => sink; {
         let (p, s, stop, sink) = decode_run(raw, 0, bytes, &mut st.la, &mut st.ls, out, &mut st.n, sink);
         (p, s, stop, sink.tally)
     });
@@ -368,7 +359,7 @@ pub(super) fn decode_blocks<const NT: bool>(
     let (outa, wsa) = block_room(a.raw, a.bytes, a.records, a.recs, a.words);
     let (outb, wsb) = block_room(b.raw, b.bytes, b.records, b.recs, b.words);
     let (mut sa, mut sb) = (BlockState::default(), BlockState::default());
-    let (ends, tallies) = with_words_sink!(params.all_records, params.stores, params.shift, NT, wsa => sinka, wsb => sinkb; {
+    let (ends, tallies) = with_words_sink!(params.all_records, params.shift, NT, wsa => sinka, wsb => sinkb; {
         let (pa, pb, sinka, sinkb) =
             decode_pair((a.raw, a.bytes, &mut sa, outa, sinka), (b.raw, b.bytes, &mut sb, outb, sinkb));
         let (p, s, stop, sinka) = decode_run(a.raw, pa, a.bytes, &mut sa.la, &mut sa.ls, outa, &mut sa.n, sinka);
@@ -513,8 +504,6 @@ pub(super) fn not_in_block(t: u8) -> String {
 pub(super) trait Sink: Copy {
     /// Whether [`Sink::access`] always returns true.
     const ALL: bool;
-    /// Whether it returns true for every store and modify (then frequent: written in line).
-    const STORES: bool = false;
     /// An access of kind code `k` (`kind as usize`), tag row `info` and `size >= 1`; returns
     /// whether its record is to be written.
     fn access(&mut self, i: usize, k: usize, info: &TagInfo, size: u32, addr: u64) -> bool;
@@ -534,12 +523,11 @@ impl Sink for () {
 
 /// Counts each record and writes its page word ([`TraceReader::read_batch_words`]); writes
 /// every access record if `ALL`, else those whose word is [`SLOW_WORD`] alone
-/// ([`BatchWords::all_records`]). With `STORES`, a store's or a modify's word is
-/// [`SLOW_WORD`] ([`BatchWords::stores`]).
+/// ([`BatchWords::all_records`]).
 /// `SHIFT` is the page shift if not 0 (a constant in the loop: the 4 KiB pages of nearly every
 /// run), else `shift`. With `NT`, the words are stored around the cache ([`store_word`]).
 #[derive(Clone, Copy)]
-pub(super) struct Words<'a, const ALL: bool, const SHIFT: u32, const NT: bool, const STORES: bool> {
+pub(super) struct Words<'a, const ALL: bool, const SHIFT: u32, const NT: bool> {
     /// The words of `out[i]` go to `words[i]`: a slice at least as long as `out` (checked where
     /// the sink is made), held as a pointer so that the sink is `Copy`.
     words: *mut u64,
@@ -548,25 +536,22 @@ pub(super) struct Words<'a, const ALL: bool, const SHIFT: u32, const NT: bool, c
     _words: std::marker::PhantomData<&'a mut [u64]>,
 }
 
-impl<'a, const ALL: bool, const SHIFT: u32, const NT: bool, const STORES: bool> Words<'a, ALL, SHIFT, NT, STORES> {
+impl<'a, const ALL: bool, const SHIFT: u32, const NT: bool> Words<'a, ALL, SHIFT, NT> {
     /// A sink for decoding into `out` of at most `words.len()` records.
-    pub(super) fn new(words: &'a mut [u64], shift: u32) -> Words<'a, ALL, SHIFT, NT, STORES> {
+    pub(super) fn new(words: &'a mut [u64], shift: u32) -> Words<'a, ALL, SHIFT, NT> {
         debug_assert!(SHIFT == 0 || SHIFT == shift);
         Words { words: words.as_mut_ptr(), tally: Tally::default(), shift, _words: std::marker::PhantomData }
     }
 }
 
-impl<const ALL: bool, const SHIFT: u32, const NT: bool, const STORES: bool> Sink for Words<'_, ALL, SHIFT, NT, STORES> {
+impl<const ALL: bool, const SHIFT: u32, const NT: bool> Sink for Words<'_, ALL, SHIFT, NT> {
     const ALL: bool = ALL;
-    const STORES: bool = STORES;
     #[inline(always)]
     fn access(&mut self, i: usize, k: usize, info: &TagInfo, size: u32, addr: u64) -> bool {
         let shift = if SHIFT != 0 { SHIFT } else { self.shift };
         // The data bit (kind 0, instruction fetches, is the one kind that is not data)
         // computed rather than loaded: loads are the scarcer resource in this loop.
         let w = self.tally.access_coded(k, info.kind_one, (k as u64 + 3) >> 2, size, addr, shift);
-        // Stores and modifies (codes 2 and 3) take the general step when asked.
-        let w = if STORES && k >= 2 { SLOW_WORD } else { w };
         // SAFETY: `i < out.len() <= words.len()` ([`Words::new`], `read_batch_words`).
         store_word::<NT>(unsafe { self.words.add(i) }, w);
         ALL || w == SLOW_WORD

@@ -457,7 +457,7 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
         if self.rest.is_empty() && !self.ahead.lock().jobs.is_empty() {
             // Blocks were queued for `read_batch_words`: their records, in order.
             let (mut words, mut counts) = (Vec::new(), TraceCounts::default());
-            let params = Params { shift: 12, all_records: true, stores: false };
+            let params = Params { shift: 12, all_records: true };
             self.serve(out, &mut words, &mut counts, params, false)?;
             self.rest.extend(out.drain(..));
         }
@@ -481,23 +481,20 @@ impl<R: Read + Send> TraceReader for XtrReader<R> {
             out.clear();
             out.extend(self.rest.drain(..max.min(self.rest.len())));
             w.counts.add_words(out, w.shift, w.words);
-            if w.stores {
-                crate::trace::slow_stores(out, w.words);
-            }
             return Ok(out.len());
         }
         if !self.helped.load(Ordering::Relaxed) {
             return self.decode_words(out, max, w, false);
         }
-        let BatchWords { words, shift, counts, all_records, stores, for_other_core } = w;
-        let params = Params { shift, all_records, stores };
+        let BatchWords { words, shift, counts, all_records, for_other_core } = w;
+        let params = Params { shift, all_records };
         loop {
             self.fill(max, params)?;
             if let Some(n) = self.serve(out, words, counts, params, for_other_core)? {
                 return Ok(n);
             }
             // Up to the next block.
-            let w = BatchWords { words: &mut *words, shift, counts: &mut *counts, all_records, stores, for_other_core };
+            let w = BatchWords { words: &mut *words, shift, counts: &mut *counts, all_records, for_other_core };
             let n = self.decode_words(out, max, w, true)?;
             if n > 0 || self.done {
                 return Ok(n);
@@ -539,7 +536,7 @@ impl<R: Read + Send> XtrReader<R> {
         let (words, shift) = (&mut w.words[..max], w.shift);
         // `out[..max]` and `words` (of length `max`): the sink's bound.
         let batch = &mut out[..max];
-        let (result, tally) = with_words_sink!(w.all_records, w.stores, shift, false, words => sink; {
+        let (result, tally) = with_words_sink!(w.all_records, shift, false, words => sink; {
             let mut sink = sink;
             (self.decode_into(batch, &mut n, &mut sink, at_block), sink.tally)
         });

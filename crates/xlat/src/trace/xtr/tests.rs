@@ -85,7 +85,6 @@ fn batches(
             shift: params.shift,
             counts: &mut counts,
             all_records: params.all_records,
-            stores: params.stores,
             for_other_core,
         };
         let n = r.read_batch_words(&mut out, max, bw)?;
@@ -128,31 +127,13 @@ fn blocks_decoded_by_helpers_give_what_one_thread_gives() {
     for c in [Compression::None, Compression::Zstd] {
         let raw = encode_to_vec(&recs, c).unwrap();
         assert_eq!(decode(&raw).unwrap(), recs);
-        for (shift, all_records, stores) in [
-            (12, false, false),
-            (12, true, false),
-            (13, false, false),
-            (21, true, false),
-            (12, false, true),
-            (13, true, true),
-        ] {
-            let params = Params { shift, all_records, stores };
-            // The reference: the records' words and counts by the generic definition, and
-            // (with `stores`) every store's and modify's word slow.
+        for (shift, all_records) in [(12, false), (12, true), (13, false), (21, true)] {
+            let params = Params { shift, all_records };
+            // The reference: the records' words and counts by the generic definition.
             let mut counts = TraceCounts::default();
             let mut want_words = Vec::new();
             let plain: Vec<Record> = recs.iter().copied().filter(|r| !matches!(r, Record::Object { .. })).collect();
             counts.add_words(&recs, shift, &mut want_words);
-            if stores {
-                let mut marked = 0;
-                for (r, w) in recs.iter().zip(want_words.iter_mut()) {
-                    if matches!(r, Record::Access { kind: Kind::Store | Kind::Modify, .. }) && *w != SLOW_WORD {
-                        *w = SLOW_WORD;
-                        marked += 1;
-                    }
-                }
-                assert!(marked > 100, "{marked} stores marked");
-            }
             let want_recs: Vec<Record> = recs
                 .iter()
                 .zip(&want_words)
@@ -175,13 +156,12 @@ fn blocks_decoded_by_helpers_give_what_one_thread_gives() {
         // `read_batch` after `read_batch_words` queued blocks: the records go on in order.
         let got = with_helpers(&raw, 1, |r| {
             let (mut out, mut w, mut counts) = (Vec::new(), Vec::new(), TraceCounts::default());
-            let params = Params { shift: 12, all_records: true, stores: false };
+            let params = Params { shift: 12, all_records: true };
             let bw = BatchWords {
                 words: &mut w,
                 shift: 12,
                 counts: &mut counts,
                 all_records: params.all_records,
-                stores: false,
                 for_other_core: true,
             };
             let mut all = Vec::new();
@@ -239,8 +219,7 @@ fn the_paired_loop_runs_until_a_block_ends() {
     let (mut oa, mut ob) = (vec![Record::Marker { id: 0 }; a.2], vec![Record::Marker { id: 0 }; b.2]);
     let (mut wa, mut wb) = (vec![0; a.2], vec![0; b.2]);
     let (mut sa, mut sb) = (BlockState::default(), BlockState::default());
-    let (sinka, sinkb) =
-        (Words::<false, 12, false, false>::new(&mut wa, 12), Words::<false, 12, false, false>::new(&mut wb, 12));
+    let (sinka, sinkb) = (Words::<false, 12, false>::new(&mut wa, 12), Words::<false, 12, false>::new(&mut wb, 12));
     let (pa, pb, _, _) = decode_pair((&a.0, a.1, &mut sa, &mut oa, sinka), (&b.0, b.1, &mut sb, &mut ob, sinkb));
     assert_eq!((pb, sb.n), (b.1, b.2), "the shorter block decoded to its end in the paired loop");
     assert!(sa.n >= b.2 && pa < a.1, "the longer one as far");
@@ -265,7 +244,7 @@ fn blocks_decoded_in_pairs_give_what_each_gives_alone() {
     blocks.push((good.to_vec(), 3));
     blocks.push(([&good[..], &[tag::EXTENSION, 9, 0][..]].concat(), 3));
     assert!(blocks.iter().any(|(b, _)| b.contains(&0x40)), "an escaped or explicit size");
-    let params = Params { shift: 12, all_records: false, stores: false };
+    let params = Params { shift: 12, all_records: false };
     let alone = |(b, n): &(Vec<u8>, usize)| {
         let raw = [&b[..], &[0; MARGIN]].concat();
         let (mut recs, mut words) = (Vec::new(), Vec::new());
@@ -349,7 +328,7 @@ fn malformed_blocks_are_errors_at_their_offset_whoever_decodes_them() {
         };
         check(decode(&raw).unwrap_err());
         for (helpers, other) in [(0, false), (0, true), (2, true)] {
-            let params = Params { shift: 12, all_records: false, stores: false };
+            let params = Params { shift: 12, all_records: false };
             check(with_helpers(&raw, helpers, |r| batches(r, BATCH, params, other)).unwrap_err());
         }
     }

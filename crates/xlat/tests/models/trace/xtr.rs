@@ -317,14 +317,7 @@ fn long_batches_count_exactly() {
         .read_batch_words(
             &mut out,
             1 << 20,
-            BatchWords {
-                words: &mut w,
-                shift: 12,
-                counts: &mut c,
-                all_records: true,
-                stores: false,
-                for_other_core: false,
-            },
+            BatchWords { words: &mut w, shift: 12, counts: &mut c, all_records: true, for_other_core: false },
         )
         .unwrap()
         > 0
@@ -372,7 +365,7 @@ proptest! {
                 b.clear();
                 b.resize(batch, stale);
                 let all_records = mode == 2;
-                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts, all_records, stores: false, for_other_core: false }).unwrap()
+                r.read_batch_words(&mut b, batch, BatchWords { words: &mut words, shift, counts: &mut counts, all_records, for_other_core: false }).unwrap()
             } else {
                 r.read_batch(&mut b, batch).unwrap()
             };
