@@ -38,8 +38,8 @@ pub enum Pattern {
     /// spanning a factor of at most 2^(1/16)), and a rank within a bucket is drawn by rejection
     /// from the uniform distribution; memory stays below about 70 KB for any footprint.
     Zipf,
-    /// Bursts of the three patterns above in turn, each burst's pattern drawn at random (one
-    /// in three each) and its length uniform in `1..=2·burst - 1` (mean `burst`): a sequential
+    /// Bursts of sequential, strided and Zipf references, each burst's pattern drawn at random
+    /// (one in three each) and its length uniform in `1..=2·burst - 1` (mean `burst`): a sequential
     /// burst walks on from a random `access_size`-aligned offset, a strided one from a random
     /// offset with `stride`, both wrapping as their own patterns do; a Zipf burst draws pages
     /// from the one Zipf distribution of the whole footprint (as [`Pattern::Zipf`]).
