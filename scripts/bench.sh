@@ -3,11 +3,15 @@
 #   - lackey text parsing            (xlat info --quick on a lackey file)
 #   - .xtr decoding                  (xlat info --quick on an .xtr file)
 #   - .xtr + 64-entry fully associative LRU TLB + 4-level radix table, end to end (xlat run),
-#     on a real trace and on a 10M-reference synthetic trace with about 40% misses
+#     on a real trace and on a 10M-reference synthetic trace with about 40% misses, and on two
+#     traces with large footprints: `mix` (10M references in bursts of sequential, strided and
+#     Zipf references over 16,384 pages, 64 MB, about 40% misses: `xlat gen --pattern mix`) and
+#     `python` (a 24M-reference window of the workload suite's full-size python-dict run, 18 MB
+#     touched in the window, from the 2,600,000,000th reference on)
 #   - the marginal cost of one more design in the same pass (4 designs minus 1, per design)
 #   - Itanium regions, layout and protection keys against the same design without them
 #   - the mach3 personality (bala94) against the plain R3000 design on a traced IPC workload
-#   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv)
+#   - the anchors on the same page-number stream: libCacheSim's LRU (PyPI, in target/bench-venv, under $CARGO_TARGET_DIR if set)
 #     and a hand-written C loop (benches/fa_lru.c), as ratios of xlat's end-to-end throughput,
 #     with the round trip of a cache line between the first two cores before and after
 #     (benches/pingpong.c)
@@ -17,9 +21,13 @@
 # written) and prints their peak memory.
 # Each figure is the best of 3 runs; the anchors section takes the best of BENCH_ROUNDS (default 5)
 # rounds that run xlat, the C loop and libCacheSim once each, so that drift hits all three alike.
-# Traces are made once into target/bench-data/.
+# Traces are made once into target/bench-data/ (under $CARGO_TARGET_DIR if set).
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
-# it the bundled data/ trace is used, which is small and so noisier).
+# it the bundled data/ trace is used, which is small and so noisier). The python window is cut
+# (crates/xlat/examples/window.rs) from python-dict.xtr of the full-size suite, found in
+# $BENCH_WORKLOADS, $XDG_CACHE_HOME/xlat/workloads/full or target/workloads/full, else built
+# there once with `xlat workloads build --size full --only python-dict` (QEMU, about 6 minutes).
+# BENCH_XLAT=PATH times another build of xlat (e.g. an older one) on the same traces.
 # Sections (all but `long` by default; name some to run only those):
 #   decode run formats tracing caches itanium mach3 anchors curve jobs long
 # e.g. `scripts/bench.sh anchors curve jobs`; BENCH_LONG=1 adds `long` to the default set.
@@ -28,8 +36,11 @@ export LC_NUMERIC=C  # a decimal point in $EPOCHREALTIME and bc's input
 
 cd "$(dirname "$0")/.."
 cargo build --release -q -p xlat-cli
-X=target/release/xlat
-D=target/bench-data
+T=${CARGO_TARGET_DIR:-target}
+# G makes the traces; X is the binary timed.
+G=$T/release/xlat
+X=${BENCH_XLAT:-$G}
+D=$T/bench-data
 mkdir -p "$D"
 
 # Traces written by an xlat whose writer made other frames are made again (from the kept lackey
@@ -37,7 +48,7 @@ mkdir -p "$D"
 STAMP="xtr zstd frames of 256 KiB (literals raw where Huffman coding saves little), lz4 frames of 128 KiB"
 if [ "$(cat "$D/traces.stamp" 2>/dev/null)" != "$STAMP" ]; then
   rm -f "$D/real.xtr" "$D/real.xtr.lz4" "$D/synthetic.xtr"
-  if [ -f "$D/real.lackey" ]; then "$X" convert "$D/real.lackey" "$D/real.xtr" 2>/dev/null; fi
+  if [ -f "$D/real.lackey" ]; then "$G" convert "$D/real.lackey" "$D/real.xtr" 2>/dev/null; fi
   echo "$STAMP" > "$D/traces.stamp"
 fi
 if [ ! -f "$D/real.xtr" ]; then
@@ -48,11 +59,41 @@ if [ ! -f "$D/real.xtr" ]; then
     echo "valgrind not found: using the bundled trace (small)" >&2
     zstd -dc data/sort-400.lackey.zst > "$D/real.lackey"
   fi
-  "$X" convert "$D/real.lackey" "$D/real.xtr" 2>/dev/null
+  "$G" convert "$D/real.lackey" "$D/real.xtr" 2>/dev/null
 fi
 # The real trace in LZ4 frames too (`.xtr.lz4`: about twice the size, faster to decompress).
-[ -f "$D/real.xtr.lz4" ] || "$X" convert "$D/real.xtr" "$D/real.xtr.lz4" 2>/dev/null
-[ -f "$D/synthetic.xtr" ] || "$X" gen --pattern uniform --refs 10000000 --footprint 438272 --seed 7 -o "$D/synthetic.xtr"
+[ -f "$D/real.xtr.lz4" ] || "$G" convert "$D/real.xtr" "$D/real.xtr.lz4" 2>/dev/null
+[ -f "$D/synthetic.xtr" ] || "$G" gen --pattern uniform --refs 10000000 --footprint 438272 --seed 7 -o "$D/synthetic.xtr"
+# Large footprints: the mix over 16,384 pages (a stride of 2 KB: a strided burst misses every
+# other reference; about 40 % misses in all for FA-64), and the python window.
+[ -f "$D/mix.xtr" ] || "$G" gen --pattern mix --refs 10000000 --footprint 64M --stride 2K --burst 1000 --seed 7 -o "$D/mix.xtr"
+if [ ! -f "$D/python.xtr" ]; then
+  src=""
+  for dir in "${BENCH_WORKLOADS:-}" "${XDG_CACHE_HOME:+$XDG_CACHE_HOME/xlat/workloads/full}" target/workloads/full; do
+    if [ -n "$dir" ] && [ -f "$dir/python-dict.xtr" ] && grep -q '"size": "full"' "$dir/python-dict.json" 2>/dev/null; then
+      src=$dir/python-dict.xtr
+      break
+    fi
+  done
+  if [ -z "$src" ] && command -v qemu-x86_64 >/dev/null; then
+    "$G" workloads build --size full --only python-dict --no-snapshot --dir "$D/workloads" >&2
+    src=$D/workloads/python-dict.xtr
+  fi
+  if [ -n "$src" ]; then
+    cargo build --release -q -p xlat --example window
+    "$T/release/examples/window" "$src" "$D/python.xtr" 2600000000 24000000 > /dev/null
+  else
+    echo "no full-size python-dict trace and no qemu-user: the python window is skipped" >&2
+  fi
+fi
+# Its first 4 M references as lackey text, for pycachesim (the caches section).
+if [ -f "$D/python.xtr" ] && [ ! -f "$D/python-4m.lackey" ]; then
+  cargo build --release -q -p xlat --example window
+  "$T/release/examples/window" "$D/python.xtr" "$D/python-4m.xtr" 0 4000000 > /dev/null
+  "$G" convert "$D/python-4m.xtr" "$D/python-4m.lackey" 2>/dev/null
+fi
+large=()
+for t in mix python; do [ -f "$D/$t.xtr" ] && large+=("$t"); done
 cat > "$D/fa64.toml" <<'TOML'
 name = "fa64"
 [[tlb]]
@@ -72,6 +113,7 @@ secs() { # wall seconds of one run of "$@", from just before it starts to just a
   echo "$e - $s" | bc -l
 }
 least() { printf "%s\n" "$@" | sort -g | head -1; }
+median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 best() { # best wall seconds of 3 runs of "$@"
   least "$(secs "$@")" "$(secs "$@")" "$(secs "$@")"
 }
@@ -95,7 +137,7 @@ if want decode; then
   printf "%-46s %10.3f %7.1f M records/s\n" "xtr decoding ($xr_refs refs)" "$t_xr" "$(echo "$xr_refs / $t_xr / 1000000" | bc -l)"
 fi
 if want run; then
-  for t in real synthetic; do
+  for t in real synthetic "${large[@]}"; do
     read -r n misses < <(lookups "$D/$t.xtr")
     t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$D/$t.xtr")
     t4=$(best "$X" run -q -c "$D/fa64.toml" -c "$D/fa64-2.toml" -c "$D/fa64-3.toml" -c "$D/fa64-4.toml" -t "$D/$t.xtr")
@@ -148,12 +190,27 @@ if want caches; then
   lines=$("$X" run -q -c scripts/bench-caches.toml -t "$D/real.xtr" --json - | python3 -c 'import json,sys; print(json.load(sys.stdin)["configs"][0]["caches"][0]["accesses"])')
   printf "%-46s %10.3f\n" "TLB + radix, no caches, real" "$t0"
   printf "%-46s %10.3f %7.1f M L1 line accesses/s (%.2fx the speed without caches)\n" "TLB + radix + L1/L2, real" "$t2" "$(echo "$lines / $t2 / 1000000" | bc -l)" "$(echo "$t0 / $t2" | bc -l)"
-  V=target/bench-venv
+  V=$T/bench-venv
   if [ ! -x "$V/bin/python" ]; then
     python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
   fi
   "$V/bin/python" -c 'import cachesim' 2>/dev/null || "$V/bin/pip" install -q pycachesim
   printf "%-46s %s\n" "pycachesim, same L1/L2, in-memory line list" "$("$V/bin/python" scripts/bench-caches.py "$D/real.lackey")"
+  # The same on the python window's first 4 M references (a large footprint), xlat end to end
+  # from the .xtr: its best and median of BENCH_ROUNDS runs; pycachesim's best of 3 over the
+  # line list already in memory (made from the same references as lackey text).
+  if [ -f "$D/python-4m.lackey" ]; then
+    read -r py_lines py_secs < <("$V/bin/python" scripts/bench-caches.py "$D/python-4m.lackey" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["l1_accesses"], d["seconds"])')
+    xs=()
+    for _ in $(seq "${BENCH_ROUNDS:-5}"); do
+      "$X" run -q -c scripts/bench-caches.toml -t "$D/python-4m.xtr" > /dev/null 2>&1
+      xs+=("$(secs "$X" run -q -c scripts/bench-caches.toml -t "$D/python-4m.xtr")")
+    done
+    tb=$(least "${xs[@]}") tm=$(median "${xs[@]}")
+    lines=$("$X" run -q -c scripts/bench-caches.toml -t "$D/python-4m.xtr" --json - | python3 -c 'import json,sys; print(json.load(sys.stdin)["configs"][0]["caches"][0]["accesses"])')
+    printf "%-46s %10.3f %7.1f M L1 line accesses/s (median %.3f s)\n" "TLB + radix + L1/L2, python 4M" "$tb" "$(echo "$lines / $tb / 1000000" | bc -l)" "$tm"
+    printf "%-46s %10.3f %7.1f M L1 line accesses/s  xlat/pycachesim %.2fx (median %.2fx)\n" "pycachesim, same, python 4M" "$py_secs" "$(echo "$py_lines / $py_secs / 1000000" | bc -l)" "$(echo "$py_secs / $tb" | bc -l)" "$(echo "$py_secs / $tm" | bc -l)"
+  fi
 
 fi
 
@@ -195,7 +252,7 @@ fi
 # LRU list, simulation only, stream already in memory). xlat's figure is end to end from .xtr;
 # the anchors' figures leave out reading their input. A ratio above 1 means xlat is faster.
 if want anchors; then
-  V=target/bench-venv
+  V=$T/bench-venv
   if [ ! -x "$V/bin/python" ]; then
     python3 -m venv "$V" || { apt-get install -y python3-venv >/dev/null && python3 -m venv "$V"; }
   fi
@@ -203,7 +260,7 @@ if want anchors; then
   cargo build --release -q -p xlat --example pages
   cc -O2 -o "$D/fa_lru" benches/fa_lru.c
   cc -O2 -pthread -o "$D/pingpong" benches/pingpong.c
-  for trace in synthetic.xtr real.xtr real.xtr.lz4; do
+  for trace in synthetic.xtr real.xtr real.xtr.lz4 "${large[@]/%/.xtr}"; do
     # The real trace twice: as xlat writes an .xtr (zstd), and as .xtr.lz4 (LZ4); the anchors
     # read the same page numbers for both.
     t=${trace%%.*} f="$D/$trace" label=${trace%%.*}
@@ -211,7 +268,7 @@ if want anchors; then
     # How far apart the two cores are, before and after the rounds: on a VM it changes as the
     # host places the vCPUs, and xlat's reader and simulation threads feel it (docs/performance.md).
     rtt0=$("$D/pingpong" | sed 's/^round trip //')
-    [ -f "$D/$t.pages.u64" ] || target/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
+    [ -f "$D/$t.pages.u64" ] || "$T/release/examples/pages" "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
     read -r n misses < <(lookups "$f")
     # Rounds of one run of each, so that a machine whose speed drifts (a shared VM) slows all
     # three alike; the best of each over the rounds. Each timed run comes right after an
@@ -223,24 +280,26 @@ if want anchors; then
     # real trace after a long session, 0.26 s from a fresh copy (docs/performance.md). A fresh
     # copy each time, so that the anchor is timed in its faster state.
     cp "$D/$t.pages.og" "$D/anchor.og"
-    tx=999 cs=999 ls=999
+    xs=() css=() lss=()
     for _ in $(seq "${BENCH_ROUNDS:-5}"); do
       "$X" run -q -c "$D/fa64.toml" -t "$f" > /dev/null 2>&1
-      tx=$(least "$tx" "$(secs "$X" run -q -c "$D/fa64.toml" -t "$f")")
+      xs+=("$(secs "$X" run -q -c "$D/fa64.toml" -t "$f")")
       "$D/fa_lru" "$D/$t.pages.u64" 64 > /dev/null
       read -r cn cm c < <("$D/fa_lru" "$D/$t.pages.u64" 64)
       "$V/bin/python" benches/libcachesim_lru.py "$D/anchor.og" 64 1 > /dev/null
       read -r ln lm l < <("$V/bin/python" benches/libcachesim_lru.py "$D/anchor.og" 64 1)
-      cs=$(least "$cs" "$c")
-      ls=$(least "$ls" "$l")
+      css+=("$c") lss+=("$l")
     done
+    # The best of each, and the ratios of the medians too.
+    tx=$(least "${xs[@]}") cs=$(least "${css[@]}") ls=$(least "${lss[@]}")
+    mx=$(median "${xs[@]}") mc=$(median "${css[@]}") ml=$(median "${lss[@]}")
     rtt1=$("$D/pingpong" | sed 's/^round trip //')
     rm -f "$D/anchor.og"
     [ "$cn" = "$n" ] && [ "$ln" = "$n" ] && [ "$cm" = "$misses" ] && [ "$lm" = "$misses" ] ||
-      echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm" >&2
+      echo "warning: $t: anchors disagree: xlat $n lookups $misses misses, C $cn $cm, libCacheSim $ln $lm (a trace's unmaps and exits shoot down TLB entries, which the page stream does not show)" >&2
     printf "%-46s %10.3f %7.1f M lookups/s (miss ratio %.1f%%)\n" "xlat FA-64 LRU + radix, $label, end to end" "$tx" "$(echo "$n / $tx / 1000000" | bc -l)" "$(echo "100 * $misses / $n" | bc -l)"
-    printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx\n" "C loop (benches/fa_lru.c), $label" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)"
-    printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx\n" "libCacheSim LRU (process_trace), $label" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s  xlat/C loop %.2fx (medians %.2fx)\n" "C loop (benches/fa_lru.c), $label" "$cs" "$(echo "$n / $cs / 1000000" | bc -l)" "$(echo "$cs / $tx" | bc -l)" "$(echo "$mc / $mx" | bc -l)"
+    printf "%-46s %10.3f %7.1f M lookups/s  xlat/libCacheSim %.2fx (medians %.2fx)\n" "libCacheSim LRU (process_trace), $label" "$ls" "$(echo "$n / $ls / 1000000" | bc -l)" "$(echo "$ls / $tx" | bc -l)" "$(echo "$ml / $mx" | bc -l)"
     printf "%-46s %10s %s before, %s after (benches/pingpong.c)\n" "  cross-core round trip" "" "$rtt0" "$rtt1"
   done
 fi

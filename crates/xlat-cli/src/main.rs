@@ -190,7 +190,7 @@ struct GenArgs {
     #[arg(long, short = 'o', value_name = "OUT")]
     output: String,
     /// Address pattern.
-    #[arg(long, default_value = "uniform", value_parser = ["sequential", "strided", "uniform", "zipf"])]
+    #[arg(long, default_value = "uniform", value_parser = ["sequential", "strided", "uniform", "zipf", "mix"])]
     pattern: String,
     /// Number of references.
     #[arg(long, default_value_t = 1_000_000)]
@@ -201,9 +201,13 @@ struct GenArgs {
     /// Stride in bytes for the strided pattern (suffixes allowed).
     #[arg(long, default_value = "4K", value_parser = parse_bytes)]
     stride: u64,
-    /// Zipf exponent.
+    /// Zipf exponent (zipf, and the Zipf bursts of mix).
     #[arg(long, default_value_t = 1.0)]
     zipf_s: f64,
+    /// Mean references per burst of the mix pattern (bursts of sequential, strided and Zipf
+    /// references, each burst's pattern drawn at random).
+    #[arg(long, default_value_t = 1000)]
+    burst: u64,
     /// Bytes per access.
     #[arg(long, default_value_t = 8)]
     access_size: u32,
@@ -790,6 +794,7 @@ fn cmd_gen(a: GenArgs) -> Result<()> {
         footprint: a.footprint,
         stride: a.stride,
         zipf_s: a.zipf_s,
+        burst: a.burst,
         seed: a.seed,
         access_size: a.access_size,
         store_fraction: a.store_fraction,

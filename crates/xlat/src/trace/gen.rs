@@ -38,16 +38,23 @@ pub enum Pattern {
     /// spanning a factor of at most 2^(1/16)), and a rank within a bucket is drawn by rejection
     /// from the uniform distribution; memory stays below about 70 KB for any footprint.
     Zipf,
+    /// Bursts of sequential, strided and Zipf references, each burst's pattern drawn at random
+    /// (one in three each) and its length uniform in `1..=2·burst - 1` (mean `burst`): a sequential
+    /// burst walks on from a random `access_size`-aligned offset, a strided one from a random
+    /// offset with `stride`, both wrapping as their own patterns do; a Zipf burst draws pages
+    /// from the one Zipf distribution of the whole footprint (as [`Pattern::Zipf`]).
+    Mix,
 }
 
 impl Pattern {
-    /// Parses `sequential` (`seq`), `strided` (`stride`), `uniform` (`random`) or `zipf`.
+    /// Parses `sequential` (`seq`), `strided` (`stride`), `uniform` (`random`), `zipf` or `mix`.
     pub fn from_name(s: &str) -> Option<Pattern> {
         match s.to_ascii_lowercase().as_str() {
             "sequential" | "seq" => Some(Pattern::Sequential),
             "strided" | "stride" => Some(Pattern::Strided),
             "uniform" | "random" => Some(Pattern::Uniform),
             "zipf" => Some(Pattern::Zipf),
+            "mix" => Some(Pattern::Mix),
             _ => None,
         }
     }
@@ -59,6 +66,7 @@ impl Pattern {
             Pattern::Strided => "strided",
             Pattern::Uniform => "uniform",
             Pattern::Zipf => "zipf",
+            Pattern::Mix => "mix",
         }
     }
 }
@@ -74,8 +82,10 @@ pub struct GenSpec {
     pub footprint: u64,
     /// Distance between consecutive accesses for [`Pattern::Strided`] (bytes, at least 1).
     pub stride: u64,
-    /// Zipf exponent for [`Pattern::Zipf`] (greater than 0; 1 is classic Zipf).
+    /// Zipf exponent for [`Pattern::Zipf`] and [`Pattern::Mix`] (greater than 0; 1 is classic Zipf).
     pub zipf_s: f64,
+    /// Mean references per burst of [`Pattern::Mix`] (at least 1).
+    pub burst: u64,
     /// Random seed.
     pub seed: u64,
     /// Bytes per access (at least 1, at most the footprint; at most 4096 for Zipf).
@@ -93,6 +103,7 @@ impl Default for GenSpec {
             footprint: 64 << 20,
             stride: 4096,
             zipf_s: 1.0,
+            burst: 1000,
             seed: 1,
             access_size: 8,
             store_fraction: 0.0,
@@ -115,10 +126,13 @@ impl GenSpec {
         if self.footprint > u64::MAX - BASE {
             return Err(format!("footprint must be at most {} bytes", u64::MAX - BASE));
         }
-        if self.pattern == Pattern::Strided && self.stride == 0 {
+        if matches!(self.pattern, Pattern::Strided | Pattern::Mix) && self.stride == 0 {
             return Err("stride must be at least 1 byte".into());
         }
-        if self.pattern == Pattern::Zipf {
+        if self.pattern == Pattern::Mix && self.burst == 0 {
+            return Err("burst must be at least 1 reference".into());
+        }
+        if matches!(self.pattern, Pattern::Zipf | Pattern::Mix) {
             if !(self.zipf_s.is_finite() && self.zipf_s > 0.0) {
                 return Err(format!("zipf exponent must be > 0, got {}", self.zipf_s));
             }
@@ -374,6 +388,8 @@ pub struct Generator {
     /// Access-size slots in the footprint (uniform) or in a page (zipf).
     slots: u64,
     zipf: Option<(Zipf, Scramble)>,
+    /// [`Pattern::Mix`]: the current burst's pattern and the references left in it.
+    burst: (Pattern, u64),
     /// Store probability scaled to 2^64; `None` when it is 0 or 1.
     store_thr: Option<u64>,
     fixed_kind: Kind,
@@ -389,9 +405,11 @@ impl Generator {
         let size = spec.access_size as u64;
         let mut rng = Rng::new(spec.seed);
         let mut slots = spec.footprint / size;
-        let zipf = if spec.pattern == Pattern::Zipf {
+        let zipf = if matches!(spec.pattern, Pattern::Zipf | Pattern::Mix) {
             let pages = (spec.footprint / ZIPF_PAGE).max(1);
-            slots = ZIPF_PAGE.min(spec.footprint) / size;
+            if spec.pattern == Pattern::Zipf {
+                slots = ZIPF_PAGE.min(spec.footprint) / size;
+            }
             let scramble = Scramble::new(pages, &mut rng);
             Some((Zipf::new(pages, spec.zipf_s, ZIPF_HEAD), scramble))
         } else {
@@ -413,6 +431,7 @@ impl Generator {
             last_offset: spec.footprint - size,
             slots,
             zipf,
+            burst: (Pattern::Mix, 0),
             store_thr,
             fixed_kind,
         })
@@ -487,6 +506,37 @@ impl TraceReader for Generator {
                     let slot = rng.below(slots);
                     Record::Access { kind, size, addr: BASE + page * ZIPF_PAGE + slot * size as u64 }
                 });
+            }
+            Pattern::Mix => {
+                let (zipf, scramble) = self.zipf.as_ref().unwrap();
+                let scramble = *scramble;
+                let (slots, stride, last, burst) = (self.slots, self.spec.stride, self.last_offset, self.spec.burst);
+                let page_slots = ZIPF_PAGE.min(self.spec.footprint) / size as u64;
+                let (mut pattern, mut left) = self.burst;
+                let mut off = self.offset;
+                let mut step = self.step;
+                fill(out, n, || {
+                    if left == 0 {
+                        pattern = [Pattern::Sequential, Pattern::Strided, Pattern::Zipf][rng.below(3) as usize];
+                        left = 1 + rng.below(burst.saturating_mul(2) - 1);
+                        off = rng.below(slots) * size as u64;
+                        step = if pattern == Pattern::Strided { stride } else { size as u64 };
+                    }
+                    left -= 1;
+                    let kind = Self::kind(&mut rng, thr, fixed);
+                    if pattern == Pattern::Zipf {
+                        let page = scramble.map(zipf.sample(&mut rng));
+                        let slot = rng.below(page_slots);
+                        return Record::Access { kind, size, addr: BASE + page * ZIPF_PAGE + slot * size as u64 };
+                    }
+                    let r = Record::Access { kind, size, addr: BASE + off };
+                    off = match off.checked_add(step) {
+                        Some(o) if o <= last => o,
+                        _ => 0,
+                    };
+                    r
+                });
+                (self.burst, self.offset, self.step) = ((pattern, left), off, step);
             }
         }
         self.rng = rng;

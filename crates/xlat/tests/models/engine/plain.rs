@@ -75,6 +75,7 @@ fn design() -> impl Strategy<Value = Design> {
             "reservation = true\nblock_pages = 16",
             "superpages = \"promote\"\nreservation = true\nblock_pages = 16",
             "frame_allocator = \"random\"\nseed = 9",
+            "page_cache = false",
         ]),
         prop::sample::select(vec![48u32, 30]),
     )

@@ -27,6 +27,7 @@ fn spec(pattern: Pattern) -> GenSpec {
         footprint: 1 << 20,
         stride: 4096,
         zipf_s: 1.0,
+        burst: 1000,
         seed: 42,
         access_size: 8,
         store_fraction: 0.25,
@@ -35,7 +36,7 @@ fn spec(pattern: Pattern) -> GenSpec {
 
 #[test]
 fn pattern_names() {
-    for p in [Pattern::Sequential, Pattern::Strided, Pattern::Uniform, Pattern::Zipf] {
+    for p in [Pattern::Sequential, Pattern::Strided, Pattern::Uniform, Pattern::Zipf, Pattern::Mix] {
         assert_eq!(Pattern::from_name(p.name()), Some(p));
     }
     assert_eq!(Pattern::from_name("random"), Some(Pattern::Uniform));
@@ -44,12 +45,12 @@ fn pattern_names() {
 
 #[test]
 fn deterministic_for_a_seed_and_batching() {
-    for p in [Pattern::Sequential, Pattern::Strided, Pattern::Uniform, Pattern::Zipf] {
+    for p in [Pattern::Sequential, Pattern::Strided, Pattern::Uniform, Pattern::Zipf, Pattern::Mix] {
         let a = gen_all(spec(p), 4096);
         assert_eq!(a.len(), 100_000);
         assert_eq!(a, gen_all(spec(p), 1000));
         assert_eq!(a, gen_all(spec(p), 7));
-        if p == Pattern::Uniform || p == Pattern::Zipf {
+        if matches!(p, Pattern::Uniform | Pattern::Zipf | Pattern::Mix) {
             let other = gen_all(GenSpec { seed: 43, ..spec(p) }, 4096);
             assert_ne!(a, other, "{p:?}");
         }
@@ -124,6 +125,51 @@ fn zipf_is_skewed_and_in_footprint() {
     hot.sort_unstable_by(|a, b| b.cmp(a));
     let first_ten: Vec<u64> = hot[..10].iter().map(|x| x.1).collect();
     assert!(first_ten.iter().any(|&p| p >= 10), "{first_ten:?}");
+}
+
+/// The mix, cut where a step is neither the access size nor the stride: about a third of its
+/// steps each way (sequential and strided bursts), runs of each as long as its bursts, and Zipf
+/// bursts (the rest) skewed towards their hottest pages.
+#[test]
+fn mix_is_bursts_of_each_pattern() {
+    let stride = 3 * 4096;
+    let s = GenSpec { refs: 400_000, footprint: 64 << 20, stride, burst: 500, ..spec(Pattern::Mix) };
+    let v = gen_all(s, 4096);
+    let (mut seq, mut strided) = (0u64, 0u64);
+    let mut runs: Vec<u64> = Vec::new();
+    let mut run = 0u64;
+    let mut pages: HashMap<u64, u64> = HashMap::new();
+    for w in v.windows(2) {
+        let (a, b) = (w[0].2, w[1].2);
+        assert!(b >= BASE && b + 8 <= BASE + s.footprint && b % 8 == 0);
+        let step = b.wrapping_sub(a);
+        if step == 8 || step == stride {
+            seq += (step == 8) as u64;
+            strided += (step == stride) as u64;
+            run += 1;
+        } else {
+            *pages.entry((b - BASE) / 4096).or_insert(0) += 1;
+            if run > 0 {
+                runs.push(run);
+            }
+            run = 0;
+        }
+    }
+    let n = v.len() as f64;
+    for (what, c) in [("sequential", seq), ("strided", strided)] {
+        let share = c as f64 / n;
+        assert!((0.27..0.40).contains(&share), "{what} steps: {share}");
+    }
+    // Runs end where a burst ends (or two bursts of one kind meet): about 500 steps each.
+    let mean = runs.iter().sum::<u64>() as f64 / runs.len() as f64;
+    assert!((350.0..800.0).contains(&mean), "mean run {mean}");
+    // The other steps are mostly the Zipf bursts': its hottest page takes about 1 / H(16384)
+    // ≈ 9.7 % of them, far above a uniform draw's 0.006 %.
+    let others: u64 = pages.values().sum();
+    let top = *pages.values().max().unwrap() as f64 / others as f64;
+    assert!((0.07..0.12).contains(&top), "hottest page share {top}");
+    // A burst of zero references is refused.
+    assert!(Generator::new(GenSpec { burst: 0, ..s }).is_err());
 }
 
 #[test]
