@@ -282,3 +282,16 @@ if want long; then
       /usr/bin/time -f "xlat ${cmd%% *} over 10^7 refs: %e s wall, max RSS %M KB" "$X" $cmd -t - --format xtr
   done
 fi
+
+# Several cores (docs/multicore.md): the time per reference of the FA-64 design on 8 simulated
+# cores against 1 (the bound: at most 1.5x). The trace is BENCH_CORES_TRACE, a traced workload
+# with several processes or threads (the suite's `pipeline`, say), else the real trace.
+if want cores; then
+  ct=${BENCH_CORES_TRACE:-$D/real.xtr}
+  { cat "$D/fa64.toml"; printf '[cores]\ncount = 8\n'; } | sed 's/^name = "fa64"/name = "fa64-8cores"/' > "$D/fa64-8cores.toml"
+  read -r n _ < <(lookups "$ct")
+  t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$ct")
+  t8=$(best "$X" run -q -c "$D/fa64-8cores.toml" -t "$ct")
+  printf "%-46s %10.3f %7.1f M lookups/s\n" "FA-64, 1 core, $(basename "$ct")" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)"
+  printf "%-46s %10.3f %7.1f M lookups/s (%.2fx the time of 1 core)\n" "FA-64, 8 cores" "$t8" "$(echo "$n / $t8 / 1000000" | bc -l)" "$(echo "$t8 / $t1" | bc -l)"
+fi

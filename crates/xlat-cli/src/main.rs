@@ -138,6 +138,9 @@ struct SimArgs {
     /// Stop after this many references.
     #[arg(long, value_name = "N")]
     max_refs: Option<u64>,
+    /// Also print each core's rows for designs with several cores (`[cores] count > 1`).
+    #[arg(long)]
+    per_core: bool,
     /// No table on standard output and no progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -513,6 +516,9 @@ fn simulate(
     let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
     if !common.quiet && !to_stdout {
         out!("{}", report::table(&input, &systems, term::stdout_width()));
+        if common.per_core {
+            out!("{}", report::per_core_table(&systems));
+        }
         eprintln!(
             "simulated {} design{}{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),

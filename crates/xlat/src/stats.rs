@@ -208,6 +208,80 @@ pub struct SystemStats {
     /// Linear and short-VHPT tables: per process, the page-table translations the structure
     /// holding them had at the end of each of the process's time slices (by ASID).
     pub pt_entries: Vec<PtEntries>,
+    /// Several cores (`cores.count > 1`): the TLB shootdowns of all cores together.
+    pub shootdowns: Option<ShootdownStats>,
+    /// Several cores: each core's counters (docs/multicore.md); empty with one core.
+    pub cores: Vec<CoreStats>,
+}
+
+/// TLB shootdowns (docs/multicore.md): as initiator, what the core started; as target, what
+/// it invalidated and paid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShootdownStats {
+    /// Shootdowns started (one per change of the address space that invalidates ranges).
+    pub initiated: u64,
+    /// IPIs sent.
+    pub ipis: u64,
+    /// IPIs whose target held an entry of the ranges.
+    pub necessary_ipis: u64,
+    /// Shootdowns that flushed the address space whole (above `os.shootdown.flush_ceiling`).
+    pub full_flushes: u64,
+    /// Pages of the ranges shot down.
+    pub pages: u64,
+    /// TLB entries the targets invalidated (on an IPI, or later under `lazy` and for lazy cores).
+    pub entries_invalidated: u64,
+    /// Cycles of the initiators.
+    pub initiator_cycles: u64,
+    /// Cycles of the targets.
+    pub target_cycles: u64,
+}
+
+impl ShootdownStats {
+    /// Adds `o`'s counters (saturating cycles).
+    pub fn add(&mut self, o: &ShootdownStats) {
+        self.initiated += o.initiated;
+        self.ipis += o.ipis;
+        self.necessary_ipis += o.necessary_ipis;
+        self.full_flushes += o.full_flushes;
+        self.pages = self.pages.saturating_add(o.pages);
+        self.entries_invalidated += o.entries_invalidated;
+        self.initiator_cycles = self.initiator_cycles.saturating_add(o.initiator_cycles);
+        self.target_cycles = self.target_cycles.saturating_add(o.target_cycles);
+    }
+}
+
+/// One core's counters: what happened while it ran (its TLB structures' and cache levels'
+/// counters, shared ones' included), its switches and its shootdowns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Translation lookups made on this core.
+    pub lookups: u64,
+    /// Of which by instruction fetches.
+    pub ifetch_lookups: u64,
+    /// Per TLB structure, in the system's structure order.
+    pub tlb: Vec<TlbStats>,
+    /// Per cache level, in config order.
+    pub caches: Vec<crate::cache::CacheStats>,
+    /// Times a thread other than the one it ran was placed on the core.
+    pub switches: u64,
+    /// Of which to another address space.
+    pub space_switches: u64,
+    /// Address spaces whose entries the core flushed to reuse their ASID (or, with
+    /// `asid = "flush"`, flushes on switch).
+    pub asid_flushes: u64,
+    /// Its shootdowns, as initiator and as target.
+    pub shootdowns: ShootdownStats,
+}
+
+impl TlbStats {
+    /// Adds `a - b` (counters of one structure at two times) to these counters.
+    pub(crate) fn add_delta(&mut self, a: &TlbStats, b: &TlbStats) {
+        self.accesses += a.accesses - b.accesses;
+        self.misses += a.misses - b.misses;
+        self.evictions += a.evictions - b.evictions;
+        self.invalidations += a.invalidations - b.invalidations;
+        self.subblock_misses += a.subblock_misses - b.subblock_misses;
+    }
 }
 
 /// The page-table translations one process held in the TLB, sampled at the end of each of its

@@ -7,6 +7,7 @@
 
 mod common;
 mod convert;
+mod cores;
 mod curve;
 mod doc_examples;
 mod errors;

@@ -18,6 +18,20 @@ use crate::trace::Record;
 impl Machine {
     /// One event record.
     pub(crate) fn event(&mut self, r: &Record) -> Result<(), DesignError> {
+        if self.cores.is_some() && self.cores_event(r) {
+            // A scheduling record placed its thread on a core (`engine/cores.rs`).
+            match *r {
+                Record::ContextSwitch { .. } => {
+                    self.stats.events.context_switches += 1;
+                    if self.kernel.is_some() {
+                        self.kernel_footprint();
+                    }
+                }
+                Record::Thread { .. } => self.stats.events.threads += 1,
+                _ => {}
+            }
+            return Ok(());
+        }
         let e = &mut self.stats.events;
         match *r {
             Record::Access { .. } => {}
@@ -255,11 +269,20 @@ impl Machine {
             None => vec![asid],
             Some(r) => r.exit(asid),
         };
+        if let Some(c) = &mut self.cores {
+            c.exiting = true;
+        }
         for space in spaces {
             self.unmap_range(Asid(space), Vpn(0), Vpn(u64::MAX));
             self.os.shadow_exit(Asid(space));
             self.walk.pt.remove_asid(Asid(space));
             self.tlbs.flush_asid(Asid(space), &mut self.stats);
+        }
+        if let Some(c) = &mut self.cores {
+            c.exiting = false;
+        }
+        if self.cores.is_some() {
+            self.cores_exit(asid);
         }
     }
 

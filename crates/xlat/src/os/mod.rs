@@ -117,6 +117,8 @@ pub struct OsConfig {
     pub kernel_text_bytes: u64,
     /// Bytes of kernel data loaded per kernel event, after the text (default 0: none).
     pub kernel_data_bytes: u64,
+    /// How TLB shootdowns reach other cores (`[os.shootdown]`, docs/multicore.md).
+    pub shootdown: crate::multicore::ShootdownConfig,
 }
 
 /// Where the kernel references of `os.kernel_text_bytes` and `os.kernel_data_bytes` lie: a
@@ -251,6 +253,7 @@ impl Default for OsConfig {
             ipc_cycles: 0,
             kernel_text_bytes: 0,
             kernel_data_bytes: 0,
+            shootdown: crate::multicore::ShootdownConfig::default(),
         }
     }
 }
