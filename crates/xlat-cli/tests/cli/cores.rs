@@ -37,7 +37,7 @@ fn several_cores_report_each_core_and_the_shootdowns() {
     let one = design(dir.path(), "one", "");
     let four = design(dir.path(), "four", "[cores]\ncount = 4\n");
     let demo = demo_xtr();
-    let v = run_json(&["run", "-c", s(&one), "-c", s(&four), "-t", s(&demo), "--json", "-"]);
+    let v = run_json(&["run", "-c", s(&one), "-c", s(&four), "-t", s(&demo)]);
     let (a, b) = (config(&v, "one"), config(&v, "four"));
     assert!(a.get("cores").is_none() && a.get("shootdowns").is_none());
     let cores = b["cores"].as_array().unwrap();

@@ -244,7 +244,7 @@ fn bad_core_and_shootdown_values_name_their_key() {
         let full = format!("name = \"t\"\n{text}[[tlb]]\nname = \"L1\"\nentries = 64\n");
         let e = match Config::from_toml(&full, "test") {
             Err(e) => e.to_string(),
-            Ok(c) => System::new(&c).err().expect("rejected").to_string(),
+            Ok(c) => System::new(&c).expect_err("rejected").to_string(),
         };
         assert!(e.contains(key) && !e.contains('\n'), "{text}: {e}");
     }
