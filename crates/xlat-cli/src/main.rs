@@ -750,6 +750,10 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
     if i.threads > 0 {
         outln!("threads          {} (thread records: {})", i.threads, i.events.thread);
     }
+    let e = &i.events;
+    if e.map + e.unmap + e.protect + e.discard > 0 {
+        outln!("address space    {} maps, {} unmaps, {} protects, {} discards", e.map, e.unmap, e.protect, e.discard);
+    }
     if i.events.ipc > 0 || i.events.syscall > 0 {
         outln!("ipc messages     {} (between traced processes)", i.events.ipc);
         outln!("system calls     {}", i.events.syscall);

@@ -144,6 +144,18 @@ pub struct EventStats {
     pub markers: u64,
     /// Thread records (the running thread of the current process changed).
     pub threads: u64,
+    /// Protect events (`mprotect`).
+    pub protects: u64,
+    /// Protect events that removed a right from resident pages (their TLB entries were shot
+    /// down); a protect that only adds rights, or finds no resident page losing one, is not one.
+    pub protect_shootdowns: u64,
+    /// Resident base pages that lost a right in protect events (their entries shot down).
+    pub pages_protected: u64,
+    /// Discard events (`madvise` that drops pages).
+    pub discards: u64,
+    /// Resident base pages of discard events: freed (the next touch faults a fresh page), or
+    /// with `MADV_FREE` left resident with their TLB entries shot down.
+    pub pages_discarded: u64,
 }
 
 /// Everything one simulated system counts.

@@ -48,6 +48,9 @@ pub(crate) struct Machine {
     pub(crate) shootdown: Vec<(Asid, Vpn, Vpn)>,
     pub(crate) mem_ops: Vec<MemOp>,
     pub(crate) unmapped: Vec<(u64, u64)>,
+    /// The laid-out pieces and the spaces' page ranges of a protect or discard (scratch).
+    pub(crate) pieces: Vec<(u64, u64)>,
+    pub(crate) discarded: Vec<(Asid, Vpn, Vpn)>,
     /// The page-table operations applied since the OS personality last took them, for a
     /// personality whose kernel writes the PTEs itself (Mach 3.0); `None` for the others.
     pub(crate) op_log: Option<Vec<PtOp>>,
@@ -136,6 +139,8 @@ impl Machine {
             shootdown: Vec::new(),
             mem_ops: Vec::new(),
             unmapped: Vec::new(),
+            pieces: Vec::new(),
+            discarded: Vec::new(),
             op_log: (config.os.personality == crate::os::mach3::Personality::Mach3).then(Vec::new),
             pt_census,
             cores: None,
