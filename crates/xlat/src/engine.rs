@@ -27,6 +27,7 @@ use design::Path;
 use machine::Machine;
 
 pub mod contain;
+mod core_set;
 mod cores;
 mod design;
 mod error;

@@ -314,6 +314,10 @@ pub fn design_json(s: &System) -> Value {
     }
     if let Some(sd) = st.shootdowns {
         doc["shootdowns"] = shootdowns_json(&sd);
+        doc["cycles"]["shootdown"] = json!(st.cycles.shootdown);
+        if let (Some(t), Some(_)) = (st.time, doc.get("time")) {
+            doc["time"]["breakdown"]["shootdown"] = json!(t.shootdown);
+        }
         let names: Vec<&str> = s.structures().iter().map(|x| x.name.as_str()).collect();
         let levels: Vec<&str> =
             s.caches().map(|h| h.levels().iter().map(|l| l.name.as_str()).collect()).unwrap_or_default();

@@ -82,12 +82,15 @@ pub struct Cycles {
     pub refill_overhead: u64,
     /// Page faults.
     pub page_fault: u64,
+    /// TLB shootdowns (several cores): the initiators' and the targets' cycles together
+    /// (`shootdowns.initiator_cycles + target_cycles`); 0 with one core.
+    pub shootdown: u64,
 }
 
 impl Cycles {
     /// Sum of all causes.
     pub fn total(&self) -> u64 {
-        crate::limits::sum([self.tlb, self.walk_memory, self.refill_overhead, self.page_fault])
+        crate::limits::sum([self.tlb, self.walk_memory, self.refill_overhead, self.page_fault, self.shootdown])
     }
 }
 
@@ -397,8 +400,8 @@ impl SystemStats {
     }
 }
 
-/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the seven parts
-/// (base, icache, dcache, translation, faults, remap, kernel).
+/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the eight parts
+/// (base, icache, dcache, translation, faults, remap, kernel, shootdown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TimeStats {
     /// Instructions: the trace's instruction fetches.
@@ -420,6 +423,8 @@ pub struct TimeStats {
     pub remap: u64,
     /// Kernel time: the cycles of `[os]`'s per-event costs (`kernel.cycles`).
     pub kernel: u64,
+    /// TLB shootdowns of several cores (`cycles.shootdown`); 0 with one core.
+    pub shootdown: u64,
 }
 
 impl TimeStats {

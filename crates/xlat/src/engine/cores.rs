@@ -11,71 +11,12 @@
 use super::machine::Machine;
 use crate::addr::{Asid, Vpn};
 use crate::cache::{CacheStats, Level};
-use crate::multicore::{AsidRecycling, CoresConfig, Scheduler, ShootdownConfig, ShootdownPolicy};
+use crate::multicore::{AsidRecycling, Scheduler, ShootdownPolicy};
 use crate::stats::{CoreStats, ShootdownStats, TlbStats};
 use crate::tlb::Tlb;
 use std::collections::HashMap;
 
-/// The thread of a process whose references came before its first `Thread` record.
-const FIRST_THREAD: u32 = u32::MAX;
-
-/// One simulated core.
-#[derive(Clone, Debug)]
-struct Core {
-    /// Its private TLB structures while another core runs (a spare while it runs).
-    tlbs: Vec<Tlb>,
-    /// Its private cache levels while another core runs (a spare while it runs).
-    levels: Vec<Level>,
-    /// The thread placed on it.
-    thread: Option<(u32, u32)>,
-    /// Round-robin: the placement holds (until a timer tick ends it).
-    held: bool,
-    /// The address space loaded.
-    space: Option<u32>,
-    /// Address spaces holding one of its dynamic ASIDs, with their last use.
-    asids: Vec<(u32, u64)>,
-    /// Round-robin recycling: the ASID slot a new address space takes next.
-    next_slot: usize,
-    /// Address spaces whose entries it must flush when it next loads them (a shootdown it was
-    /// not interrupted for: a lazy core under `linux`).
-    stale: Vec<u32>,
-    /// `lazy`: ranges to invalidate at its next switch or timer tick.
-    pending: Vec<(Asid, Vpn, Vpn)>,
-    /// Its counters so far (those of its running time up to its last switch away).
-    st: CoreStats,
-    /// The machine's counters when it last started running.
-    snap_tlb: Vec<TlbStats>,
-    snap_lookups: [u64; 2],
-    snap_caches: Vec<CacheStats>,
-}
-
-/// See the module documentation.
-#[derive(Clone, Debug)]
-pub(crate) struct Cores {
-    cfg: CoresConfig,
-    sd: ShootdownConfig,
-    /// `asid = "flush"`: a core flushes its private structures when it loads another space.
-    flush_on_switch: bool,
-    /// Indexes of the private TLB structures and cache levels.
-    private_tlbs: Vec<usize>,
-    private_levels: Vec<usize>,
-    cores: Vec<Core>,
-    running: usize,
-    /// Each thread's order of first appearance.
-    threads: HashMap<(u32, u32), usize>,
-    /// Each process's current thread.
-    last_tid: HashMap<u32, u32>,
-    /// The thread running now.
-    current: Option<(u32, u32)>,
-    /// Round-robin: the core the next placement takes.
-    cursor: usize,
-    /// The lookup count at which the next timer tick is due.
-    next_tick: u64,
-    /// Use stamps of ASIDs.
-    clock: u64,
-    /// An exit is tearing its address space down: its unmaps shoot nothing down.
-    pub(crate) exiting: bool,
-}
+use super::core_set::{Core, Cores, FIRST_THREAD};
 
 impl Cores {
     /// The cores of a machine with these structures and caches; `None` with one core.

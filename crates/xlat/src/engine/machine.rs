@@ -58,7 +58,7 @@ pub(crate) struct Machine {
     /// tables under the Linux-like model); sampled at switches and exits only.
     pub(crate) pt_census: Option<Box<PtCensus>>,
     /// Several cores (`[cores] count > 1`, `engine/cores.rs`); `None` with one.
-    pub(crate) cores: Option<Box<super::cores::Cores>>,
+    pub(crate) cores: Option<Box<super::core_set::Cores>>,
 }
 
 impl Machine {
@@ -145,7 +145,7 @@ impl Machine {
             pt_census,
             cores: None,
         };
-        m.cores = super::cores::Cores::new(&m, config);
+        m.cores = super::core_set::Cores::new(&m, config);
         m
     }
 

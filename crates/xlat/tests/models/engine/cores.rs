@@ -69,6 +69,23 @@ fn an_unmap_only_the_unmapping_core_holds_is_one_unnecessary_ipi_under_linux_and
 }
 
 #[test]
+fn shootdown_cycles_are_their_costs_times_the_counts_and_part_of_the_total() {
+    let t = unmap_trace(true);
+    let costs = "initiator_cycles = 1000\nipi_cycles = 10\nentry_cycles = 3\n";
+    let keys = |c: &str| format!("[cores]\ncount = 2\nscheduler = \"pinned\"\n[os.shootdown]\npolicy = \"linux\"\n{c}");
+    let free = run(&cfg(&keys(""), None), &t);
+    let paid = run(&cfg(&keys(costs), None), &t);
+    let sd = paid.shootdowns.unwrap();
+    // One shootdown with one IPI: 1000 + 1 x 10 cycles on core 0; core 1 invalidated page 10's
+    // one entry: 3 cycles there.
+    assert_eq!((sd.initiator_cycles, sd.target_cycles), (1010, 3));
+    assert_eq!((paid.cores[0].shootdowns.initiator_cycles, paid.cores[1].shootdowns.target_cycles), (1010, 3));
+    assert_eq!(paid.cycles.shootdown, 1013);
+    assert_eq!(free.cycles.shootdown, 0);
+    assert_eq!(paid.cycles.total(), free.cycles.total() + 1013, "the same counts otherwise");
+}
+
+#[test]
 fn an_unmap_both_cores_hold_is_a_necessary_ipi_and_lazy_cores_invalidate_at_their_tick() {
     let t = unmap_trace(true);
     for policy in ["linux", "ideal"] {
