@@ -17,19 +17,20 @@
 # written) and prints their peak memory.
 # Each figure is the best of 3 runs; the anchors section takes the best of BENCH_ROUNDS (default 5)
 # rounds that run xlat, the C loop and libCacheSim once each, so that drift hits all three alike.
-# Traces are made once into target/bench-data/.
+# The cores section gives the best and the median of BENCH_ROUNDS alternated runs of each design.
+# Traces are made once into target/bench-data/ (under $CARGO_TARGET_DIR if set).
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
 # it the bundled data/ trace is used, which is small and so noisier).
 # Sections (all but `long` by default; name some to run only those):
-#   decode run formats tracing caches itanium mach3 anchors curve jobs long
+#   decode run formats tracing caches itanium mach3 anchors curve jobs cores long
 # e.g. `scripts/bench.sh anchors curve jobs`; BENCH_LONG=1 adds `long` to the default set.
 set -euo pipefail
 export LC_NUMERIC=C  # a decimal point in $EPOCHREALTIME and bc's input
 
 cd "$(dirname "$0")/.."
 cargo build --release -q -p xlat-cli
-X=target/release/xlat
-D=target/bench-data
+X=${CARGO_TARGET_DIR:-target}/release/xlat
+D=${CARGO_TARGET_DIR:-target}/bench-data
 mkdir -p "$D"
 
 # Traces written by an xlat whose writer made other frames are made again (from the kept lackey
@@ -80,7 +81,7 @@ lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import jso
 
 sections=("$@")
 if [ ${#sections[@]} -eq 0 ]; then
-  sections=(decode run formats tracing caches itanium mach3 anchors curve jobs)
+  sections=(decode run formats tracing caches itanium mach3 anchors curve jobs cores)
   [ "${BENCH_LONG:-0}" = 1 ] && sections+=(long)
 fi
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
@@ -211,7 +212,7 @@ if want anchors; then
     # How far apart the two cores are, before and after the rounds: on a VM it changes as the
     # host places the vCPUs, and xlat's reader and simulation threads feel it (docs/performance.md).
     rtt0=$("$D/pingpong" | sed 's/^round trip //')
-    [ -f "$D/$t.pages.u64" ] || target/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
+    [ -f "$D/$t.pages.u64" ] || ${CARGO_TARGET_DIR:-target}/release/examples/pages "$D/$t.xtr" "$D/$t.pages.u64" "$D/$t.pages.og" > /dev/null
     read -r n misses < <(lookups "$f")
     # Rounds of one run of each, so that a machine whose speed drifts (a shared VM) slows all
     # three alike; the best of each over the rounds. Each timed run comes right after an
@@ -285,13 +286,20 @@ fi
 
 # Several cores (docs/multicore.md): the time per reference of the FA-64 design on 8 simulated
 # cores against 1 (the bound: at most 1.5x). The trace is BENCH_CORES_TRACE, a traced workload
-# with several processes or threads (the suite's `pipeline`, say), else the real trace.
+# with several processes or threads (the suite's `xz-mt`, say), else the real trace. The two
+# run in turns, BENCH_ROUNDS (default 5) times each, so that a change of the machine's load
+# falls on both; each is given as its best and its median run, and the ratio of both.
 if want cores; then
   ct=${BENCH_CORES_TRACE:-$D/real.xtr}
   { cat "$D/fa64.toml"; printf '[cores]\ncount = 8\n'; } | sed 's/^name = "fa64"/name = "fa64-8cores"/' > "$D/fa64-8cores.toml"
   read -r n _ < <(lookups "$ct")
-  t1=$(best "$X" run -q -c "$D/fa64.toml" -t "$ct")
-  t8=$(best "$X" run -q -c "$D/fa64-8cores.toml" -t "$ct")
-  printf "%-46s %10.3f %7.1f M lookups/s\n" "FA-64, 1 core, $(basename "$ct")" "$t1" "$(echo "$n / $t1 / 1000000" | bc -l)"
-  printf "%-46s %10.3f %7.1f M lookups/s (%.2fx the time of 1 core)\n" "FA-64, 8 cores" "$t8" "$(echo "$n / $t8 / 1000000" | bc -l)" "$(echo "$t8 / $t1" | bc -l)"
+  r1=() r8=()
+  for _ in $(seq "${BENCH_ROUNDS:-5}"); do
+    r1+=("$(secs "$X" run -q -j1 -c "$D/fa64.toml" -t "$ct")")
+    r8+=("$(secs "$X" run -q -j1 -c "$D/fa64-8cores.toml" -t "$ct")")
+  done
+  median() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+  b1=$(least "${r1[@]}") m1=$(median "${r1[@]}") b8=$(least "${r8[@]}") m8=$(median "${r8[@]}")
+  printf "%-46s %10.3f %7.1f M lookups/s (median %.3f s)\n" "FA-64, 1 core, $(basename "$ct")" "$b1" "$(echo "$n / $b1 / 1000000" | bc -l)" "$m1"
+  printf "%-46s %10.3f %7.1f M lookups/s (median %.3f s; %.2fx the time of 1 core, best; %.2fx, median)\n" "FA-64, 8 cores" "$b8" "$(echo "$n / $b8 / 1000000" | bc -l)" "$m8" "$(echo "$b8 / $b1" | bc -l)" "$(echo "$m8 / $m1" | bc -l)"
 fi
