@@ -21,6 +21,7 @@
 # written) and prints their peak memory.
 # Each figure is the best of 3 runs; the anchors section takes the best of BENCH_ROUNDS (default 5)
 # rounds that run xlat, the C loop and libCacheSim once each, so that drift hits all three alike.
+# The cores section gives the best and the median of BENCH_ROUNDS alternated runs of each design.
 # Traces are made once into target/bench-data/ (under $CARGO_TARGET_DIR if set).
 # The real trace is valgrind lackey of `sort` on 10,000 generated lines (needs valgrind; without
 # it the bundled data/ trace is used, which is small and so noisier). The python window is cut
@@ -29,7 +30,7 @@
 # there once with `xlat workloads build --size full --only python-dict` (QEMU, about 6 minutes).
 # BENCH_XLAT=PATH times another build of xlat (e.g. an older one) on the same traces.
 # Sections (all but `long` by default; name some to run only those):
-#   decode run formats tracing caches itanium mach3 anchors curve jobs long
+#   decode run formats tracing caches itanium mach3 anchors curve jobs cores long
 # e.g. `scripts/bench.sh anchors curve jobs`; BENCH_LONG=1 adds `long` to the default set.
 set -euo pipefail
 export LC_NUMERIC=C  # a decimal point in $EPOCHREALTIME and bc's input
@@ -122,7 +123,7 @@ lookups() { "$X" run -c "$D/fa64.toml" -t "$1" --json - | python3 -c 'import jso
 
 sections=("$@")
 if [ ${#sections[@]} -eq 0 ]; then
-  sections=(decode run formats tracing caches itanium mach3 anchors curve jobs)
+  sections=(decode run formats tracing caches itanium mach3 anchors curve jobs cores)
   [ "${BENCH_LONG:-0}" = 1 ] && sections+=(long)
 fi
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
@@ -340,4 +341,24 @@ if want long; then
     "$X" gen --pattern zipf --refs 10000000 --footprint 256M --seed 3 -o - |
       /usr/bin/time -f "xlat ${cmd%% *} over 10^7 refs: %e s wall, max RSS %M KB" "$X" $cmd -t - --format xtr
   done
+fi
+
+# Several cores (docs/multicore.md): the time per reference of the FA-64 design on 8 simulated
+# cores against 1 (the bound: at most 1.5x). The trace is BENCH_CORES_TRACE, a traced workload
+# with several processes or threads (the suite's `xz-mt`, say), else the real trace. The two
+# run in turns, BENCH_ROUNDS (default 5) times each, so that a change of the machine's load
+# falls on both; each is given as its best and its median run, and the ratio of both.
+if want cores; then
+  ct=${BENCH_CORES_TRACE:-$D/real.xtr}
+  { cat "$D/fa64.toml"; printf '[cores]\ncount = 8\n'; } | sed 's/^name = "fa64"/name = "fa64-8cores"/' > "$D/fa64-8cores.toml"
+  read -r n _ < <(lookups "$ct")
+  r1=() r8=()
+  for _ in $(seq "${BENCH_ROUNDS:-5}"); do
+    r1+=("$(secs "$X" run -q -j1 -c "$D/fa64.toml" -t "$ct")")
+    r8+=("$(secs "$X" run -q -j1 -c "$D/fa64-8cores.toml" -t "$ct")")
+  done
+  median() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+  b1=$(least "${r1[@]}") m1=$(median "${r1[@]}") b8=$(least "${r8[@]}") m8=$(median "${r8[@]}")
+  printf "%-46s %10.3f %7.1f M lookups/s (median %.3f s)\n" "FA-64, 1 core, $(basename "$ct")" "$b1" "$(echo "$n / $b1 / 1000000" | bc -l)" "$m1"
+  printf "%-46s %10.3f %7.1f M lookups/s (median %.3f s; %.2fx the time of 1 core, best; %.2fx, median)\n" "FA-64, 8 cores" "$b8" "$(echo "$n / $b8 / 1000000" | bc -l)" "$m8" "$(echo "$b8 / $b1" | bc -l)" "$(echo "$m8 / $m1" | bc -l)"
 fi

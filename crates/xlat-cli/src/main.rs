@@ -138,6 +138,9 @@ struct SimArgs {
     /// Stop after this many references.
     #[arg(long, value_name = "N")]
     max_refs: Option<u64>,
+    /// Also print each core's rows for designs with several cores (`[cores] count > 1`).
+    #[arg(long)]
+    per_core: bool,
     /// No table on standard output and no progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -517,6 +520,9 @@ fn simulate(
     let to_stdout = common.json.as_deref() == Some("-") || common.csv.as_deref() == Some("-");
     if !common.quiet && !to_stdout {
         out!("{}", report::table(&input, &systems, term::stdout_width()));
+        if common.per_core {
+            out!("{}", report::per_core_table(&systems));
+        }
         eprintln!(
             "simulated {} design{}{} over {} lookups in {:.2} s ({:.1} M lookups/s for all designs together)",
             systems.len(),
@@ -747,6 +753,10 @@ fn print_info(path: &str, i: &trace::info::TraceInfo) -> Result<()> {
     outln!("events           {}", i.events.total());
     if i.threads > 0 {
         outln!("threads          {} (thread records: {})", i.threads, i.events.thread);
+    }
+    let e = &i.events;
+    if e.map + e.unmap + e.protect + e.discard > 0 {
+        outln!("address space    {} maps, {} unmaps, {} protects, {} discards", e.map, e.unmap, e.protect, e.discard);
     }
     if i.events.ipc > 0 || i.events.syscall > 0 {
         outln!("ipc messages     {} (between traced processes)", i.events.ipc);

@@ -17,6 +17,10 @@ const QUICK_GRAY05: &[&str] = &["gzip", "sort", "sqlite3", "pipeline", "warehous
 /// swanson98's workloads: quick, and full size (cc1 takes half a minute to trace even small).
 const QUICK_SWANSON98: &[&str] = &["radix", "em3d", "compress", "sqlite3"];
 const SWANSON98: &[&str] = &["radix", "em3d", "compress", "cc1", "sqlite3"];
+/// The shootdown study's workloads (threads and processes that unmap, protect and discard).
+const SHOOTDOWNS: &[&str] = &["churn", "xz-mt", "shmserve"];
+/// References simulated per workload in the shootdown study's `--quick`.
+const QUICK_SHOOTDOWN_REFS: u64 = 8_000_000;
 /// References simulated per workload in `--quick`.
 const QUICK_REFS: u64 = 4_000_000;
 
@@ -27,8 +31,9 @@ pub struct ReproduceArgs {
     /// bala94 (Mach 3.0's kernel TLB misses, PTLB and STLB), swanson98 (superpages through
     /// shadow addresses and a memory-controller TLB).
     /// `all` runs the five and writes a summary (summary.md, summary.json) beside their reports
-    /// (one directory each under --out).
-    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94", "swanson98", "all"])]
+    /// (one directory each under --out). `shootdowns` is the study of docs/multicore.md (TLB
+    /// shootdowns under each policy and a shared last-level TLB as cores grow; not part of `all`).
+    #[arg(value_parser = ["talluri95", "chapman03", "gray05", "bala94", "swanson98", "shootdowns", "all"])]
     paper: String,
     /// Output directory for CSV files, charts (SVG, PNG), results.json and report.md
     /// (default: reproduce-PAPER; reproduce-all for `all`).
@@ -92,6 +97,28 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> Result<()> {
         a.jobs.map(|j| j as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
     );
     let started = Instant::now();
+    if a.paper == "shootdowns" {
+        if a.resume {
+            bail!("--resume keeps the papers of an earlier `reproduce all`; it needs `all`");
+        }
+        let inputs = suite_inputs("shootdowns", &a, size, &dir)?;
+        let max_refs = a.max_refs.or(a.quick.then_some(QUICK_SHOOTDOWN_REFS));
+        let res = reproduce::shootdowns::shootdowns(&inputs, max_refs, &mut |m| eprintln!("{m}"))?;
+        let (files, warnings) = res.write(&out)?;
+        for w in &warnings {
+            eprintln!("xlat: warning: {w}");
+        }
+        outln!(
+            "shootdowns: {} workloads, {} designs each in {:.1} s; report: {}",
+            res.workloads.len(),
+            res.runs.len() / res.workloads.len().max(1),
+            started.elapsed().as_secs_f64(),
+            out.join("report.md").display()
+        );
+        out!("{}", res.tables());
+        outln!("files: {}", files.len());
+        return Ok(());
+    }
     if a.paper != "all" {
         if a.resume {
             bail!("--resume keeps the papers of an earlier `reproduce all`; it needs `all`");
@@ -185,6 +212,8 @@ fn suite_inputs(paper: &str, a: &ReproduceArgs, size: Size, dir: &Path) -> Resul
         a.only.clone()
     } else if a.quick && paper == "gray05" {
         QUICK_GRAY05.iter().map(|s| s.to_string()).collect()
+    } else if paper == "shootdowns" {
+        SHOOTDOWNS.iter().map(|s| s.to_string()).collect()
     } else if paper == "swanson98" {
         (if a.quick { QUICK_SWANSON98 } else { SWANSON98 }).iter().map(|s| s.to_string()).collect()
     } else if a.quick {

@@ -2,7 +2,8 @@
  * xlat's QEMU TCG plugin (QEMU 7.2 user mode, plugin API version 1).
  *
  * Records every guest instruction fetch, load and store with its size, plus the system calls
- * that change the address space (mmap, munmap, mremap, brk), fork and exit, and streams them as
+ * that change the address space (mmap, munmap, mremap, mprotect, madvise that drops pages, brk),
+ * fork and exit, and streams them as
  * compact binary records to a FIFO named by the plugin argument `fifo=PATH`. The record stream
  * is described in docs/tracing.md ("The plugin's record stream"); the reader is
  * crates/xlat/src/tracer/stream.rs.
@@ -124,6 +125,8 @@ enum {
     R_PIPE_SEND = 0x0c, /* end:u64 bytes:u32: the process sends to the channel end `end` */
     R_PIPE_RECV = 0x0d, /* end:u64: the process receives from the channel end `end` */
     R_SYSCALL = 0x0e,   /* nr:u32 fd:u8 dev:u64 ino:u64 buf:u64 len:u64: a system call (fd: kind | direction) */
+    R_PROTECT = 0x0f,   /* start:u64 len:u64 rights:u32: mprotect to rights (read 1, write 2, exec 4) */
+    R_DISCARD = 0x10,   /* start:u64 len:u64 lazy:u8: madvise dropping the range's pages (lazy: MADV_FREE) */
     /* 0x80 | store 0x40 | modify 0x20 | short 0x10 | size shift (0-7):
        then an i32 delta from the previous data address of the chunk (short) or a u64. */
     R_DATA = 0x80,
@@ -443,6 +446,7 @@ enum {
     SYS_MMAP = 9,
     SYS_MUNMAP = 11,
     SYS_BRK = 12,
+    SYS_MPROTECT = 10,
     SYS_MREMAP = 25,
     SYS_MADVISE = 28,
     SYS_CLONE = 56,
@@ -453,6 +457,7 @@ enum {
     SYS_EXIT_GROUP = 231,
     SYS_EXECVEAT = 322,
     SYS_CLONE3 = 435,
+    SYS_PKEY_MPROTECT = 329,
     /* Calls that yield the processor or may block (scheduling points). */
     SYS_READ = 0,
     SYS_POLL = 7,
@@ -485,6 +490,13 @@ enum {
 #define PROT_EXEC 4
 #define MAP_SHARED 1
 #define MADV_HUGEPAGE 14
+/* madvise advice that drops the range's pages at once (Linux madvise(2): later accesses find
+   zero-fill pages or the file's contents) and MADV_FREE, which frees them only under memory
+   pressure but clears their dirty bits, flushing their TLB entries. */
+#define MADV_DONTNEED 4
+#define MADV_FREE 8
+#define MADV_REMOVE 9
+#define MADV_DONTNEED_LOCKED 24
 #define MAP_ANONYMOUS 0x20
 #define MREMAP_FIXED 2
 
@@ -546,6 +558,24 @@ static void ev_unmap(struct buf *b, uint64_t start, uint64_t len)
     put8(b, R_UNMAP);
     put64(b, start);
     put64(b, len);
+}
+
+static void ev_protect(struct buf *b, uint64_t start, uint64_t len, uint64_t prot)
+{
+    room(b, 21);
+    put8(b, R_PROTECT);
+    put64(b, start);
+    put64(b, len);
+    put32(b, ((prot & PROT_READ) ? 1 : 0) | ((prot & PROT_WRITE) ? 2 : 0) | ((prot & PROT_EXEC) ? 4 : 0));
+}
+
+static void ev_discard(struct buf *b, uint64_t start, uint64_t len, bool lazy)
+{
+    room(b, 18);
+    put8(b, R_DISCARD);
+    put64(b, start);
+    put64(b, len);
+    put8(b, lazy ? 1 : 0);
 }
 
 /* A system call that makes a new process. QEMU user mode runs vfork and clone with CLONE_VFORK
@@ -799,6 +829,14 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
         put8(b, R_YIELD);
         flush(b);
     }
+    if (num == SYS_FUTEX) {
+        uint64_t op = a2 & 0x7f;
+        if (op == 1 /* FUTEX_WAKE */ || op == 5 /* FUTEX_WAKE_OP */ || op == 10 /* FUTEX_WAKE_BITSET */) {
+            /* A thread wakes another (a lock released, a condition signalled): its references
+               up to here go out before the woken thread's, which may unmap what they touched. */
+            flush(b);
+        }
+    }
     if (is_fork(num, a1) || num == SYS_CLONE || num == SYS_EXECVE || num == SYS_EXECVEAT || num == SYS_EXIT ||
         num == SYS_EXIT_GROUP) {
         /* Nothing buffered may be inherited by a child, lost with a replaced image or a thread. */
@@ -828,12 +866,40 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, 
     case SYS_MUNMAP:
         if (ok) {
             ev_unmap(b, a[0], page_up(a[1]));
+            /* An address-space change goes out at once, behind this thread's references before
+               it: other threads' later references to the range must not reach xlat first. */
+            flush(b);
         }
         break;
     case SYS_MREMAP:
         if (ok) {
-            ev_unmap(b, a[0], page_up(a[1]));
-            ev_map(b, (uint64_t)ret, page_up(a[2]), 1 | 2);
+            /* Resized in place: only the tail changes. Moved: the old range goes and the new one
+               is mapped afresh (its pages fault again in the models; docs/tracing.md). */
+            uint64_t ol = page_up(a[1]), nl = page_up(a[2]);
+            if ((uint64_t)ret == a[0] && nl >= ol) {
+                if (nl > ol) {
+                    ev_map(b, a[0] + ol, nl - ol, 1 | 2);
+                }
+            } else if ((uint64_t)ret == a[0]) {
+                ev_unmap(b, a[0] + nl, ol - nl);
+            } else {
+                ev_unmap(b, a[0], ol);
+                ev_map(b, (uint64_t)ret, nl, 1 | 2);
+            }
+            flush(b);
+        }
+        break;
+    case SYS_MPROTECT:
+    case SYS_PKEY_MPROTECT:
+        if (ok) {
+            ev_protect(b, a[0], page_up(a[1]), a[2]);
+            flush(b);
+        }
+        break;
+    case SYS_MADVISE:
+        if (ok && (a[2] == MADV_DONTNEED || a[2] == MADV_REMOVE || a[2] == MADV_DONTNEED_LOCKED || a[2] == MADV_FREE)) {
+            ev_discard(b, a[0], page_up(a[1]), a[2] == MADV_FREE);
+            flush(b);
         }
         break;
     case SYS_EXECVE:

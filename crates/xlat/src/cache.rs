@@ -159,6 +159,10 @@ pub struct CacheLevelConfig {
     /// Seed of the random policy (default 1).
     #[serde(default = "one_u64")]
     pub seed: u64,
+    /// With several cores: one level all cores share, rather than one per core (default
+    /// false; docs/multicore.md).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// `[memory]`: what lies behind the last cache level.
@@ -654,6 +658,11 @@ impl Hierarchy {
     /// The levels, in config order.
     pub fn levels(&self) -> &[Level] {
         &self.levels
+    }
+
+    /// Level `i` (config order), to exchange a core's private level for another's.
+    pub(crate) fn level_mut(&mut self, i: usize) -> &mut Level {
+        &mut self.levels[i]
     }
 
     /// Counters per level, in config order (hits brought up to date).

@@ -98,6 +98,10 @@ pub struct TlbConfig {
     /// prefetch, talluri95 §4.4) instead of only the missing page's (default false).
     #[serde(default)]
     pub prefetch: bool,
+    /// With several cores: one structure all cores share, rather than one per core (default
+    /// false; docs/multicore.md).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 fn sixteen() -> u32 {
@@ -174,6 +178,9 @@ pub struct Config {
     /// Shadow superpages' constants (`[shadow]`; used when `os.shadow_superpages` is not `none`).
     #[serde(default)]
     pub shadow: crate::os::shadow::ShadowConfig,
+    /// The simulated cores and how threads are placed on them (`[cores]`, docs/multicore.md).
+    #[serde(default)]
+    pub cores: crate::multicore::CoresConfig,
 }
 
 /// `[stlb]`: bala94 §4's software TLB, a table in unmapped memory that the refill handler
@@ -421,6 +428,19 @@ impl Config {
         }
         if self.tlb.is_empty() {
             return Err(ParamError::new("tlb", "at least one [[tlb]] is needed"));
+        }
+        self.cores.validate()?;
+        self.os.shootdown.validate()?;
+        if self.cores.count > 1 {
+            if self.os.personality != crate::os::mach3::Personality::Linux {
+                return Err(ParamError::new("cores.count", "more than one core needs os.personality = \"linux\""));
+            }
+            if self.itanium.is_some() {
+                return Err(ParamError::new(
+                    "cores.count",
+                    "more than one core is not modelled with [itanium] regions",
+                ));
+            }
         }
         if self.tlb.len() > limits::MAX_TLBS {
             return Err(ParamError::new(

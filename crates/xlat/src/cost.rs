@@ -17,6 +17,7 @@
 //!   + STLB hits × hit_cycles + STLB misses × miss_cycles
 //!   + RID purges × purge_cycles + key misses × key_fault_cycles + PKR reloads × pkr_reload_cycles
 //! + page faults × page_fault_cycles                   (the translation model's demand paging)
+//! + shootdown initiator cycles + target cycles         (several cores only: docs/multicore.md)
 //! ```
 //!
 //! Kernel cycles ([`kernel`]: `kernel.cycles`, reported for every design, timed or not) are the
@@ -35,7 +36,8 @@
 //!
 //! A timed design's execution time ([`time`]) adds the core's base cycles and cache stalls to the
 //! translation cycles that do not overlap the instruction (TLB levels beyond the first), the
-//! page-fault cycles, the shadow-superpage remapping cycles and the kernel cycles.
+//! page-fault cycles, the shadow-superpage remapping cycles, the kernel cycles and the
+//! shootdown cycles.
 //!
 //! A `[[tlb]]`'s `latency` defaults to 0: a first-level hit, which the pipeline overlaps, costs
 //! nothing in any design unless the design says otherwise. A design whose first-level structures
@@ -298,6 +300,7 @@ pub fn cycles(s: &crate::stats::SystemStats, p: &CostParams) -> crate::stats::Cy
         walk_memory,
         refill_overhead: sum([refill, itanium, stlb]),
         page_fault: times(s.page_faults, cost.page_fault_cycles),
+        shootdown: s.shootdowns.map_or(0, |d| sum([d.initiator_cycles, d.target_cycles])),
     }
 }
 
@@ -329,9 +332,10 @@ pub fn time(
         faults: c.page_fault,
         remap: s.shadow.map_or(0, |s| s.cycles()),
         kernel: s.kernel.cycles,
+        shootdown: c.shootdown,
         cycles: 0,
     };
-    t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap, t.kernel]);
+    t.cycles = sum([t.base, t.icache, t.dcache, t.translation, t.faults, t.remap, t.kernel, t.shootdown]);
     Some(t)
 }
 
@@ -427,7 +431,13 @@ mod tests {
         let walker = cycles(&s, &params(RefillCost::Walker));
         assert_eq!(
             walker,
-            crate::stats::Cycles { tlb, walk_memory: memory, refill_overhead: 10 * 5, page_fault: faults }
+            crate::stats::Cycles {
+                tlb,
+                walk_memory: memory,
+                refill_overhead: 10 * 5,
+                page_fault: faults,
+                shootdown: 0
+            }
         );
         assert_eq!(walker.total(), 1280 + 3700 + 50 + 3000);
         // Of the tlb term, the level-1 structure's 1000 lookups × 1 are hit latency.
@@ -443,6 +453,26 @@ mod tests {
         m.mach = Some(crate::os::mach3::Mach3Stats { miss_cycles: 900, ptlb_cycles: 11, ..Default::default() });
         let h = cycles(&m, &params(RefillCost::Handlers));
         assert_eq!((h.walk_memory, h.refill_overhead), (0, 911));
+    }
+
+    #[test]
+    fn shootdown_cycles_count_in_the_total_and_in_time() {
+        let mut s = stats();
+        let p = params(RefillCost::Walker);
+        let before = cycles(&s, &p);
+        assert_eq!(before.shootdown, 0, "no cores, no shootdown cycles");
+        s.shootdowns =
+            Some(crate::stats::ShootdownStats { initiator_cycles: 700, target_cycles: 45, ..Default::default() });
+        let c = cycles(&s, &p);
+        // 700 cycles of the initiators and 45 of the targets, on top of the same other terms.
+        assert_eq!(c.shootdown, 745);
+        assert_eq!(c.total(), before.total() + 745);
+        let mut timed = p.clone();
+        timed.cpi = Some(1.0);
+        let t = time(&s, &c, &timed).unwrap();
+        assert_eq!(t.shootdown, 745);
+        let t0 = time(&s, &before, &timed).unwrap();
+        assert_eq!(t.cycles, t0.cycles + 745);
     }
 
     #[test]

@@ -27,6 +27,8 @@ use design::Path;
 use machine::Machine;
 
 pub mod contain;
+mod core_set;
+mod cores;
 mod design;
 mod error;
 mod events;
@@ -244,6 +246,13 @@ impl System {
                 let (referenced_pages, dirty_pages) = x.marked_pages();
                 crate::stats::MtlbCounts { counts: x.stats(), referenced_pages, dirty_pages }
             });
+        }
+        if let Some((cores, total, caches)) = m.cores_stats() {
+            s.cores = cores;
+            s.shootdowns = Some(total);
+            if m.mem.timed().is_some() {
+                s.caches = caches;
+            }
         }
         s.cycles = crate::cost::cycles(&s, self.design.cost());
         s.kernel = crate::cost::kernel(&s, self.design.cost());

@@ -60,6 +60,7 @@ pub mod model;
 #[cfg(test)]
 mod module_graph;
 pub mod mtlb;
+pub mod multicore;
 pub mod os;
 pub mod output;
 mod padded;

@@ -97,6 +97,10 @@ pub const TABLE: &[Bound] = &[
     Bound { key: "time.mshrs", bound: "1024" },
     Bound { key: "time.window", bound: "2^32 instructions" },
     Bound { key: "mach3.clock_ratio", bound: "1000" },
+    Bound { key: "cores.count", bound: "256" },
+    Bound { key: "cores.quantum", bound: "2^40 references" },
+    Bound { key: "cores.asids_per_core", bound: "4096 (0: unlimited)" },
+    Bound { key: "os.shootdown.flush_ceiling", bound: "2^40 pages" },
 ];
 
 /// Checks one cycle cost or latency.

@@ -312,6 +312,47 @@ pub fn design_json(s: &System) -> Value {
             doc["time"]["breakdown"]["remap"] = json!(t.remap);
         }
     }
+    if let Some(sd) = st.shootdowns {
+        doc["shootdowns"] = shootdowns_json(&sd);
+        doc["cycles"]["shootdown"] = json!(st.cycles.shootdown);
+        if let (Some(t), Some(_)) = (st.time, doc.get("time")) {
+            doc["time"]["breakdown"]["shootdown"] = json!(t.shootdown);
+        }
+        let names: Vec<&str> = s.structures().iter().map(|x| x.name.as_str()).collect();
+        let levels: Vec<&str> =
+            s.caches().map(|h| h.levels().iter().map(|l| l.name.as_str()).collect()).unwrap_or_default();
+        doc["cores"] = st
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({
+                    "core": i,
+                    "lookups": c.lookups,
+                    "ifetch_lookups": c.ifetch_lookups,
+                    "switches": c.switches,
+                    "space_switches": c.space_switches,
+                    "asid_flushes": c.asid_flushes,
+                    "tlb": c.tlb.iter().zip(&names).map(|(t, n)| json!({
+                        "name": n,
+                        "accesses": t.accesses,
+                        "hits": t.hits,
+                        "misses": t.misses,
+                        "evictions": t.evictions,
+                        "invalidations": t.invalidations,
+                    })).collect::<Vec<_>>(),
+                    "caches": c.caches.iter().zip(&levels).map(|(x, n)| json!({
+                        "name": n,
+                        "accesses": x.accesses,
+                        "hits": x.hits,
+                        "misses": x.misses,
+                        "writebacks": x.writebacks,
+                    })).collect::<Vec<_>>(),
+                    "shootdowns": shootdowns_json(&c.shootdowns),
+                })
+            })
+            .collect();
+    }
     if let Some(sh) = st.shadow {
         doc["shadow"] = json!({
             "policy": cfg.os.shadow_superpages.name(),
@@ -336,6 +377,57 @@ pub fn design_json(s: &System) -> Value {
         });
     }
     doc
+}
+
+/// The JSON of shootdown counters (docs/output.md).
+fn shootdowns_json(sd: &crate::stats::ShootdownStats) -> Value {
+    json!({
+        "initiated": sd.initiated,
+        "ipis": sd.ipis,
+        "necessary_ipis": sd.necessary_ipis,
+        "full_flushes": sd.full_flushes,
+        "pages": sd.pages,
+        "entries_invalidated": sd.entries_invalidated,
+        "initiator_cycles": sd.initiator_cycles,
+        "target_cycles": sd.target_cycles,
+    })
+}
+
+/// Per-core rows (`xlat run --per-core`) of the designs with several cores: each core's
+/// lookups, its level-1 and last-level TLB misses, switches, ASID flushes and shootdowns;
+/// empty if no design has several cores.
+pub fn per_core_table(systems: &[System]) -> String {
+    let mut out = String::new();
+    for s in systems.iter().filter(|s| s.failure().is_none()) {
+        let st = s.stats();
+        if st.cores.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = s.structures().iter().map(|x| x.name.as_str()).collect();
+        let _ = writeln!(out, "{} (per core):", s.config().name);
+        let mut head = format!("{:>5} {:>12}", "core", "lookups");
+        for n in &names {
+            head += &format!(" {:>12}", format!("{n} misses"));
+        }
+        head += &format!(
+            " {:>9} {:>9} {:>8} {:>10} {:>8} {:>9}",
+            "switches", "spaces", "asid fl", "shootdowns", "IPIs", "needed"
+        );
+        let _ = writeln!(out, "{head}");
+        for (i, c) in st.cores.iter().enumerate() {
+            let mut row = format!("{i:>5} {:>12}", c.lookups);
+            for t in &c.tlb {
+                row += &format!(" {:>12}", t.misses);
+            }
+            let sd = &c.shootdowns;
+            row += &format!(
+                " {:>9} {:>9} {:>8} {:>10} {:>8} {:>9}",
+                c.switches, c.space_switches, c.asid_flushes, sd.initiated, sd.ipis, sd.necessary_ipis
+            );
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    out
 }
 
 /// A trace's name and format as the table says them: `T.xtr (xtr)`, and a name that already ends

@@ -82,12 +82,15 @@ pub struct Cycles {
     pub refill_overhead: u64,
     /// Page faults.
     pub page_fault: u64,
+    /// TLB shootdowns (several cores): the initiators' and the targets' cycles together
+    /// (`shootdowns.initiator_cycles + target_cycles`); 0 with one core.
+    pub shootdown: u64,
 }
 
 impl Cycles {
     /// Sum of all causes.
     pub fn total(&self) -> u64 {
-        crate::limits::sum([self.tlb, self.walk_memory, self.refill_overhead, self.page_fault])
+        crate::limits::sum([self.tlb, self.walk_memory, self.refill_overhead, self.page_fault, self.shootdown])
     }
 }
 
@@ -144,6 +147,18 @@ pub struct EventStats {
     pub markers: u64,
     /// Thread records (the running thread of the current process changed).
     pub threads: u64,
+    /// Protect events (`mprotect`).
+    pub protects: u64,
+    /// Protect events that removed a right from resident pages (their TLB entries were shot
+    /// down); a protect that only adds rights, or finds no resident page losing one, is not one.
+    pub protect_shootdowns: u64,
+    /// Resident base pages that lost a right in protect events (their entries shot down).
+    pub pages_protected: u64,
+    /// Discard events (`madvise` that drops pages).
+    pub discards: u64,
+    /// Resident base pages of discard events: freed (the next touch faults a fresh page), or
+    /// with `MADV_FREE` left resident with their TLB entries shot down.
+    pub pages_discarded: u64,
 }
 
 /// Everything one simulated system counts.
@@ -208,6 +223,80 @@ pub struct SystemStats {
     /// Linear and short-VHPT tables: per process, the page-table translations the structure
     /// holding them had at the end of each of the process's time slices (by ASID).
     pub pt_entries: Vec<PtEntries>,
+    /// Several cores (`cores.count > 1`): the TLB shootdowns of all cores together.
+    pub shootdowns: Option<ShootdownStats>,
+    /// Several cores: each core's counters (docs/multicore.md); empty with one core.
+    pub cores: Vec<CoreStats>,
+}
+
+/// TLB shootdowns (docs/multicore.md): as initiator, what the core started; as target, what
+/// it invalidated and paid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShootdownStats {
+    /// Shootdowns started (one per change of the address space that invalidates ranges).
+    pub initiated: u64,
+    /// IPIs sent.
+    pub ipis: u64,
+    /// IPIs whose target held an entry of the ranges.
+    pub necessary_ipis: u64,
+    /// Shootdowns that flushed the address space whole (above `os.shootdown.flush_ceiling`).
+    pub full_flushes: u64,
+    /// Pages of the ranges shot down.
+    pub pages: u64,
+    /// TLB entries the targets invalidated (on an IPI, or later under `lazy` and for lazy cores).
+    pub entries_invalidated: u64,
+    /// Cycles of the initiators.
+    pub initiator_cycles: u64,
+    /// Cycles of the targets.
+    pub target_cycles: u64,
+}
+
+impl ShootdownStats {
+    /// Adds `o`'s counters (saturating cycles).
+    pub fn add(&mut self, o: &ShootdownStats) {
+        self.initiated += o.initiated;
+        self.ipis += o.ipis;
+        self.necessary_ipis += o.necessary_ipis;
+        self.full_flushes += o.full_flushes;
+        self.pages = self.pages.saturating_add(o.pages);
+        self.entries_invalidated += o.entries_invalidated;
+        self.initiator_cycles = self.initiator_cycles.saturating_add(o.initiator_cycles);
+        self.target_cycles = self.target_cycles.saturating_add(o.target_cycles);
+    }
+}
+
+/// One core's counters: what happened while it ran (its TLB structures' and cache levels'
+/// counters, shared ones' included), its switches and its shootdowns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Translation lookups made on this core.
+    pub lookups: u64,
+    /// Of which by instruction fetches.
+    pub ifetch_lookups: u64,
+    /// Per TLB structure, in the system's structure order.
+    pub tlb: Vec<TlbStats>,
+    /// Per cache level, in config order.
+    pub caches: Vec<crate::cache::CacheStats>,
+    /// Times a thread other than the one it ran was placed on the core.
+    pub switches: u64,
+    /// Of which to another address space.
+    pub space_switches: u64,
+    /// Address spaces whose entries the core flushed to reuse their ASID (or, with
+    /// `asid = "flush"`, flushes on switch).
+    pub asid_flushes: u64,
+    /// Its shootdowns, as initiator and as target.
+    pub shootdowns: ShootdownStats,
+}
+
+impl TlbStats {
+    /// Adds `a - b` (counters of one structure at two times) to these counters.
+    pub(crate) fn add_delta(&mut self, a: &TlbStats, b: &TlbStats) {
+        self.accesses += a.accesses - b.accesses;
+        self.misses += a.misses - b.misses;
+        self.evictions += a.evictions - b.evictions;
+        self.invalidations += a.invalidations - b.invalidations;
+        self.subblock_misses += a.subblock_misses - b.subblock_misses;
+    }
 }
 
 /// The page-table translations one process held in the TLB, sampled at the end of each of its
@@ -311,8 +400,8 @@ impl SystemStats {
     }
 }
 
-/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the seven parts
-/// (base, icache, dcache, translation, faults, remap, kernel).
+/// Execution time of an in-order core (`docs/caches.md`): `cycles` is the sum of the eight parts
+/// (base, icache, dcache, translation, faults, remap, kernel, shootdown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TimeStats {
     /// Instructions: the trace's instruction fetches.
@@ -334,6 +423,8 @@ pub struct TimeStats {
     pub remap: u64,
     /// Kernel time: the cycles of `[os]`'s per-event costs (`kernel.cycles`).
     pub kernel: u64,
+    /// TLB shootdowns of several cores (`cycles.shootdown`); 0 with one core.
+    pub shootdown: u64,
 }
 
 impl TimeStats {

@@ -35,6 +35,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("compress", include_str!("../../../workloads/src/compress.c")),
     ("warehouse", include_str!("../../../workloads/src/warehouse.c")),
     ("vmloop", include_str!("../../../workloads/src/vmloop.c")),
+    ("churn", include_str!("../../../workloads/src/churn.c")),
+    ("shmserve", include_str!("../../../workloads/src/shmserve.c")),
 ];
 
 /// The built program `name` of [`PROGRAMS`], compiling it on first use.

@@ -592,6 +592,104 @@ fn threads_of_a_process_are_recorded_as_thread_events() {
     assert_eq!(u(&run_v, "/configs/0/events/threads"), u(&v, "/events/thread"));
 }
 
+/// Two worker threads, each mapping a buffer of its own size ((i + 2) * 16 pages), writing it,
+/// making it read-only, dropping its first half (MADV_DONTNEED) and its second (MADV_FREE),
+/// reading it, and unmapping it.
+const THREAD_EVENTS_C: &str = r#"
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+static void *work(void *arg) {
+    size_t len = ((uintptr_t)arg + 2) * 16 * 4096;
+    volatile char *b = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED) return 0;
+    for (size_t i = 0; i < len; i += 4096) b[i] = 1;
+    mprotect((void *)b, len, PROT_READ);
+    madvise((void *)b, len / 2, MADV_DONTNEED);
+    madvise((void *)(b + len / 2), len / 2, MADV_FREE);
+    long sum = 0;
+    for (size_t i = 0; i < len; i += 4096) sum += b[i];
+    munmap((void *)b, len);
+    return (void *)sum;
+}
+int main(void) {
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++) pthread_create(&t[i], 0, work, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    puts("joined");
+    return 0;
+}
+"#;
+
+/// Each thread's mprotect and madvise calls become Protect and Discard records of exactly its
+/// range, attributed to it: the Thread record in force at its Map is in force at its Protect,
+/// both Discards and its Unmap.
+#[test]
+fn threads_protects_and_discards_are_recorded_on_the_thread_that_made_them() {
+    use xlat::trace::map_flags::{READ, WRITE};
+    use xlat::trace::Record;
+    let prog = compile("thread-events", THREAD_EVENTS_C, &["-pthread"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("te.xtr");
+    trace(&out, &[], &[s(&prog)]);
+    let v = info(&out);
+    assert_eq!(u(&v, "/processes"), 1, "{v}");
+    assert!(u(&v, "/threads") >= 3, "{v}");
+    assert!(u(&v, "/events/protect") >= 2 && u(&v, "/events/discard") >= 4, "{v}");
+    let mut r = xlat::trace::open::open_reader(s(&out), None).unwrap();
+    let mut buf = Vec::new();
+    let mut recs = Vec::new();
+    while r.read_batch(&mut buf, 4096).unwrap() > 0 {
+        recs.extend(buf.iter().filter(|r| !matches!(r, Record::Access { .. })).copied());
+    }
+    let mut tid = None;
+    let mut seen = Vec::new();
+    for worker in 0..2u64 {
+        let len = (worker + 2) * 16 * 4096;
+        let mut start = None;
+        let mut events = Vec::new();
+        for rec in &recs {
+            match *rec {
+                Record::Thread { tid: t } => tid = Some(t),
+                Record::Map { start: s, len: l, flags } if l == len && flags & (READ | WRITE) == READ | WRITE => {
+                    start = Some(s);
+                    events.push(("map", s, l, tid));
+                }
+                Record::Protect { start: s, len: l, flags } if Some(s) == start => {
+                    assert_eq!((l, flags), (len, READ));
+                    events.push(("protect", s, l, tid));
+                }
+                Record::Discard { start: s, len: l, lazy } => {
+                    if Some(s) == start {
+                        assert!(!lazy && l == len / 2, "{rec:?}");
+                        events.push(("dontneed", s, l, tid));
+                    } else if start.map(|x| x + len / 2) == Some(s) {
+                        assert!(lazy && l == len / 2, "{rec:?}");
+                        events.push(("free", s, l, tid));
+                    }
+                }
+                Record::Unmap { start: s, len: l } if Some(s) == start && l == len => {
+                    events.push(("unmap", s, l, tid));
+                }
+                _ => {}
+            }
+        }
+        let kinds: Vec<&str> = events.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, ["map", "protect", "dontneed", "free", "unmap"], "worker {worker}: {events:?}");
+        let t = events[0].3;
+        assert!(t.is_some() && events.iter().all(|e| e.3 == t), "worker {worker}: one thread: {events:?}");
+        seen.push(t);
+    }
+    assert_ne!(seen[0], seen[1], "each worker on its own thread");
+    // A run counts them: a protect takes write from resident pages, the discards drop them.
+    let run_v = run_json(&["run", "-p", "x86-64", "-t", s(&out)]);
+    assert_eq!(u(&run_v, "/configs/0/events/protects"), u(&v, "/events/protect"));
+    assert_eq!(u(&run_v, "/configs/0/events/discards"), u(&v, "/events/discard"));
+    assert!(u(&run_v, "/configs/0/events/pages_protected") >= (32 + 48), "{run_v}");
+    assert!(u(&run_v, "/configs/0/events/pages_discarded") >= (32 + 48), "{run_v}");
+}
+
 /// Without --children, an exec'd program runs untraced: one warning line names it, the trace's
 /// metadata records it, and a run over the trace says so again.
 #[test]

@@ -561,6 +561,10 @@ struct Lane {
     max_asids: u32,
     cur: u64,
     cur_asid: u32,
+    /// The rights of each process's mapped ranges: a protect invalidates the pages that lose one.
+    rights: crate::os::rights::Rights,
+    /// Ranges a protect took a right from (scratch).
+    lost: Vec<(u64, u64)>,
     lookups: u64,
     fa: Option<FaLane>,
     sets: Vec<SetLane>,
@@ -631,6 +635,8 @@ impl Lane {
             max_asids,
             cur: 0,
             cur_asid: 0,
+            rights: Default::default(),
+            lost: Vec::new(),
             lookups: 0,
             fa,
             sets,
@@ -749,13 +755,24 @@ impl Lane {
                 self.cur_asid = asid;
             }
             Record::Unmap { start, len } if len > 0 => {
-                let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);
-                let (cur, mask) = (self.cur, (1u64 << self.asid_shift) - 1);
-                self.invalidate(Asid(self.cur_asid), lo, hi, move |k| {
-                    k & !mask == cur && (lo..=hi).contains(&(k & mask))
-                });
+                self.rights.unmap(self.cur_asid, start, len);
+                self.invalidate_bytes(start, len);
             }
+            // The pages go (or, with MADV_FREE, their entries), as in the engine.
+            Record::Discard { start, len, .. } if len > 0 => self.invalidate_bytes(start, len),
+            Record::Map { start, len, flags } => self.rights.map(self.cur_asid, start, len, flags),
+            Record::Protect { start, len, flags } => {
+                let mut lost = std::mem::take(&mut self.lost);
+                lost.clear();
+                self.rights.protect(self.cur_asid, start, len, flags, &mut lost);
+                for &(s, n) in &lost {
+                    self.invalidate_bytes(s, n);
+                }
+                self.lost = lost;
+            }
+            Record::Fork { child } => self.rights.fork(self.cur_asid, child),
             Record::Exit { asid } => {
+                self.rights.exit(asid);
                 let d = self.dense(asid)? << self.asid_shift;
                 let mask = (1u64 << self.asid_shift) - 1;
                 self.invalidate(Asid(asid), 0, u64::MAX, move |k| k & !mask == d);
@@ -763,6 +780,14 @@ impl Lane {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Invalidates the running process's pages of bytes `[start, start + len)` (`len > 0`).
+    fn invalidate_bytes(&mut self, start: u64, len: u64) {
+        let shift = self.shift;
+        let (lo, hi) = (start >> shift, start.saturating_add(len - 1) >> shift);
+        let (cur, mask) = (self.cur, (1u64 << self.asid_shift) - 1);
+        self.invalidate(Asid(self.cur_asid), lo, hi, move |k| k & !mask == cur && (lo..=hi).contains(&(k & mask)));
     }
 
     /// One lookup of page `vpn` of the running process.

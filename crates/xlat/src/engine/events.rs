@@ -18,6 +18,20 @@ use crate::trace::Record;
 impl Machine {
     /// One event record.
     pub(crate) fn event(&mut self, r: &Record) -> Result<(), DesignError> {
+        if self.cores.is_some() && self.cores_event(r) {
+            // A scheduling record placed its thread on a core (`engine/cores.rs`).
+            match *r {
+                Record::ContextSwitch { .. } => {
+                    self.stats.events.context_switches += 1;
+                    if self.kernel.is_some() {
+                        self.kernel_footprint();
+                    }
+                }
+                Record::Thread { .. } => self.stats.events.threads += 1,
+                _ => {}
+            }
+            return Ok(());
+        }
         let e = &mut self.stats.events;
         match *r {
             Record::Access { .. } => {}
@@ -31,10 +45,20 @@ impl Machine {
             }
             Record::Map { start, len, flags } => {
                 e.maps += 1;
+                self.os.rights_mut().map(self.front.asid.0, start, len, flags);
                 self.map(start, len, flags)?;
+            }
+            Record::Protect { start, len, flags } => {
+                e.protects += 1;
+                self.protect(start, len, flags);
+            }
+            Record::Discard { start, len, lazy } => {
+                e.discards += 1;
+                self.discard(start, len, lazy);
             }
             Record::Unmap { start, len } => {
                 e.unmaps += 1;
+                self.os.rights_mut().unmap(self.front.asid.0, start, len);
                 let (start, len) = self.shadow_clip_unmap(start, len);
                 match &mut self.front.layout {
                     None => self.unmap_laid_out(start, len),
@@ -235,6 +259,7 @@ impl Machine {
                 return Err(DesignError::Rids { config: self.name.clone(), error });
             }
         }
+        self.os.rights_mut().fork(parent, child);
         let child_spaces = self.front.regions.as_mut().map(|r| {
             let mut purged = false;
             let theirs = r.spaces(child, Some(parent), &mut purged);
@@ -278,6 +303,7 @@ impl Machine {
         if let Some(l) = &mut self.front.layout {
             l.exit(asid);
         }
+        self.os.rights_mut().exit(asid);
         if let Some(k) = &mut self.front.keys {
             k.exit(asid);
         }
@@ -285,11 +311,20 @@ impl Machine {
             None => vec![asid],
             Some(r) => r.exit(asid),
         };
+        if let Some(c) = &mut self.cores {
+            c.exiting = true;
+        }
         for space in spaces {
             self.unmap_range(Asid(space), Vpn(0), Vpn(u64::MAX));
             self.os.shadow_exit(Asid(space));
             self.walk.pt.remove_asid(Asid(space));
             self.tlbs.flush_asid(Asid(space), &mut self.stats);
+        }
+        if let Some(c) = &mut self.cores {
+            c.exiting = false;
+        }
+        if self.cores.is_some() {
+            self.cores_exit(asid);
         }
     }
 
@@ -415,6 +450,109 @@ impl Machine {
             }
             lo = hi + 1;
         }
+    }
+
+    /// The spaces and page ranges of the running process's trace bytes `[start, start + len)`,
+    /// laid out (without changing the layout) and split by region as [`Machine::unmap_laid_out`]
+    /// splits them, appended to `out` (`pieces`: scratch). Pieces in a global region name
+    /// [`GLOBAL_SPACE`].
+    fn spaces_of(&self, start: u64, len: u64, pieces: &mut Vec<(u64, u64)>, out: &mut Vec<(Asid, Vpn, Vpn)>) {
+        pieces.clear();
+        match &self.front.layout {
+            None => pieces.push((start, len)),
+            Some(l) => l.translate(start, len, pieces),
+        }
+        let shift = self.page_size.shift();
+        let vrn_shift = self.front.vrn_shift;
+        for &(start, len) in pieces.iter() {
+            if len == 0 {
+                continue;
+            }
+            let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
+            if self.front.is_global(first) {
+                out.push((GLOBAL_SPACE, first, last));
+                continue;
+            }
+            let mut lo = first.0;
+            while lo <= last.0 {
+                let vrn = ((lo >> vrn_shift) & 7) as usize;
+                let region_end = if vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << vrn_shift) - 1 };
+                let hi = last.0.min(region_end);
+                if self.front.is_private(vrn) {
+                    out.push((Asid(self.front.tags[vrn]), Vpn(lo), Vpn(hi)));
+                }
+                if hi == u64::MAX || hi == last.0 {
+                    break;
+                }
+                lo = hi + 1;
+            }
+        }
+    }
+
+    /// The running process sets the rights of `[start, start + len)` to `flags`'s. The pieces
+    /// that lose a right have their resident pages' TLB entries shot down, in one shootdown
+    /// (the page table keeps its entries: the models' PTEs carry no rights). A change that only
+    /// adds rights invalidates nothing, as Linux on x86 does (`pte_needs_flush()`,
+    /// arch/x86/include/asm/tlbflush.h, since Linux 6.0: an upgrade needs no flush, the
+    /// hardware rechecks a stricter entry against the page table on a fault).
+    fn protect(&mut self, start: u64, len: u64, flags: u32) {
+        let asid = self.front.asid.0;
+        let mut lost = std::mem::take(&mut self.unmapped);
+        lost.clear();
+        self.os.rights_mut().protect(asid, start, len, flags, &mut lost);
+        let mut sd = std::mem::take(&mut self.shootdown);
+        sd.clear();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        for &(s, n) in &lost {
+            self.spaces_of(s, n, &mut pieces, &mut sd);
+        }
+        self.pieces = pieces;
+        self.unmapped = lost;
+        let pages: u64 = sd.iter().map(|&(a, f, l)| self.os.resident_in(a, f, l)).sum();
+        if pages > 0 {
+            self.stats.events.protect_shootdowns += 1;
+            self.stats.events.pages_protected += pages;
+            self.apply(&[], &sd);
+        }
+        self.shootdown = sd;
+    }
+
+    /// The running process drops the pages of `[start, start + len)` and keeps the mapping:
+    /// their frames are freed (the next touch faults a fresh page) and their TLB entries shot
+    /// down, in one shootdown. `lazy` (`MADV_FREE`): the pages stay (they would go only under
+    /// memory pressure, which the models do not have), but their entries are shot down, as
+    /// Linux clears the pages' dirty bits and flushes them.
+    fn discard(&mut self, start: u64, len: u64, lazy: bool) {
+        let (start, len) = self.shadow_clip_unmap(start, len);
+        let mut ranges = std::mem::take(&mut self.discarded);
+        ranges.clear();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        self.spaces_of(start, len, &mut pieces, &mut ranges);
+        self.pieces = pieces;
+        let mut ops = std::mem::take(&mut self.ops);
+        let mut sd = std::mem::take(&mut self.shootdown);
+        ops.clear();
+        sd.clear();
+        let mut pages = 0;
+        for &(a, f, l) in &ranges {
+            if lazy {
+                let n = self.os.resident_in(a, f, l);
+                if n > 0 {
+                    sd.push((a, f, l));
+                }
+                pages += n;
+            } else {
+                pages += self.os.discard_range(a, f, l, &mut ops, &mut sd);
+            }
+        }
+        self.stats.events.pages_discarded += pages;
+        self.apply_mem();
+        if !ops.is_empty() || !sd.is_empty() {
+            self.apply(&ops, &sd);
+        }
+        self.ops = ops;
+        self.shootdown = sd;
+        self.discarded = ranges;
     }
 
     /// Unmaps the resident pages of `asid` in `[first, last]` and shoots down their TLB entries.

@@ -48,12 +48,17 @@ pub(crate) struct Machine {
     pub(crate) shootdown: Vec<(Asid, Vpn, Vpn)>,
     pub(crate) mem_ops: Vec<MemOp>,
     pub(crate) unmapped: Vec<(u64, u64)>,
+    /// The laid-out pieces and the spaces' page ranges of a protect or discard (scratch).
+    pub(crate) pieces: Vec<(u64, u64)>,
+    pub(crate) discarded: Vec<(Asid, Vpn, Vpn)>,
     /// The page-table operations applied since the OS personality last took them, for a
     /// personality whose kernel writes the PTEs itself (Mach 3.0); `None` for the others.
     pub(crate) op_log: Option<Vec<PtOp>>,
     /// The page-table translations each process holds in the TLB (linear and short-VHPT
     /// tables under the Linux-like model); sampled at switches and exits only.
     pub(crate) pt_census: Option<Box<PtCensus>>,
+    /// Several cores (`[cores] count > 1`, `engine/cores.rs`); `None` with one.
+    pub(crate) cores: Option<Box<super::core_set::Cores>>,
 }
 
 impl Machine {
@@ -105,7 +110,7 @@ impl Machine {
                 .map(|first| Box::new(PtCensus { first: first.0, since: 0, per: Vec::new() })),
             _ => None,
         };
-        Machine {
+        let mut m = Machine {
             name: config.name.clone(),
             page_size,
             front: Front {
@@ -132,9 +137,14 @@ impl Machine {
             shootdown: Vec::new(),
             mem_ops: Vec::new(),
             unmapped: Vec::new(),
+            pieces: Vec::new(),
+            discarded: Vec::new(),
             op_log: (config.os.personality == crate::os::mach3::Personality::Mach3).then(Vec::new),
             pt_census,
-        }
+            cores: None,
+        };
+        m.cores = super::core_set::Cores::new(&m, config);
+        m
     }
 
     /// Ends the running process's time slice for the page-table census: if it made a
@@ -358,6 +368,22 @@ impl Machine {
         for &(asid, first, last) in shootdown {
             let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
             self.tlbs.invalidate_range(tag, first, last, &mut self.stats);
+        }
+        if self.cores.is_some() && !shootdown.is_empty() {
+            self.apply_cores(shootdown);
+        }
+    }
+
+    /// With several cores: one shootdown of `shootdown`'s ranges reaches the other cores; the
+    /// running core flushes the spaces whole if the policy says so.
+    #[cold]
+    #[inline(never)]
+    fn apply_cores(&mut self, shootdown: &[(Asid, Vpn, Vpn)]) {
+        if self.cores_shootdown(shootdown) {
+            for &(asid, ..) in shootdown {
+                let tag = if asid == GLOBAL_SPACE { Asid(crate::tlb::GLOBAL) } else { asid };
+                self.tlbs.flush_asid(tag, &mut self.stats);
+            }
         }
     }
 

@@ -705,6 +705,22 @@ impl Layout {
         Ok(r)
     }
 
+    /// The laid-out pieces of the current process's `[start, start + len)` go to `out`, the
+    /// layout unchanged (a protection change or a discard of pages). Bytes no mapping placed
+    /// have no laid-out address and give no piece.
+    pub fn translate(&self, start: u64, len: u64, out: &mut Vec<(u64, u64)>) {
+        let end = start.saturating_add(len);
+        let mut i = self.cur.ranges.partition_point(|r| r.end <= start);
+        while i < self.cur.ranges.len() && self.cur.ranges[i].start < end {
+            let r = self.cur.ranges[i];
+            let (lo, hi) = (r.start.max(start), r.end.min(end));
+            if hi > lo {
+                out.push((lo.wrapping_add(r.delta), hi - lo));
+            }
+            i += 1;
+        }
+    }
+
     /// The current process unmaps `[start, start + len)`: the laid-out pieces go to `out`.
     pub fn unmap(&mut self, start: u64, len: u64, out: &mut Vec<(u64, u64)>) {
         if len == 0 {

@@ -22,6 +22,7 @@ pub mod layout;
 pub mod mach3;
 mod pcache;
 pub mod regions;
+pub mod rights;
 pub mod shadow;
 mod shadow_os;
 
@@ -150,6 +151,8 @@ pub struct OsConfig {
     pub kernel_text_bytes: u64,
     /// Bytes of kernel data loaded per kernel event, after the text (default 0: none).
     pub kernel_data_bytes: u64,
+    /// How TLB shootdowns reach other cores (`[os.shootdown]`, docs/multicore.md).
+    pub shootdown: crate::multicore::ShootdownConfig,
 }
 
 /// Where the kernel references of `os.kernel_text_bytes` and `os.kernel_data_bytes` lie: a
@@ -285,6 +288,7 @@ impl Default for OsConfig {
             ipc_cycles: 0,
             kernel_text_bytes: 0,
             kernel_data_bytes: 0,
+            shootdown: crate::multicore::ShootdownConfig::default(),
         }
     }
 }
@@ -452,6 +456,8 @@ pub struct Os {
     cow: pcache::CowFrames,
     /// What a fork does to the parent's TLB entries (`os.fork_flush`).
     fork_flush: ForkFlush,
+    /// The access rights of each process's mapped ranges (what a protection change removes).
+    rights: rights::Rights,
 }
 
 /// Mask of bits `lo..=hi`.
@@ -496,6 +502,7 @@ impl Os {
             pcache: None,
             cow: pcache::CowFrames::default(),
             fork_flush: ForkFlush::None,
+            rights: rights::Rights::default(),
         }
     }
 }
@@ -721,13 +728,50 @@ impl Os {
         ops: &mut Vec<PtOp>,
         shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
     ) -> u64 {
+        self.drop_pages(asid, first, last, ops, shootdown, true)
+    }
+
+    /// Drops the resident pages of `asid` in `[first, last]` as [`Os::unmap_range`] does, but
+    /// the mapping stays (`madvise(MADV_DONTNEED)`): the page cache keeps the range's object, so
+    /// the next touch of a file page finds the file's page again and of an anonymous page a
+    /// fresh one. Returns the number of base pages dropped.
+    pub fn discard_range(
+        &mut self,
+        asid: Asid,
+        first: Vpn,
+        last: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> u64 {
+        self.drop_pages(asid, first, last, ops, shootdown, false)
+    }
+
+    /// Resident base pages of `asid` in `[first, last]`.
+    pub fn resident_in(&self, asid: Asid, first: Vpn, last: Vpn) -> u64 {
+        self.resident.range((asid.0, first.0)..=(asid.0, last.0)).count() as u64
+    }
+
+    /// The access rights of each process's mapped ranges.
+    pub fn rights_mut(&mut self) -> &mut rights::Rights {
+        &mut self.rights
+    }
+
+    fn drop_pages(
+        &mut self,
+        asid: Asid,
+        first: Vpn,
+        last: Vpn,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+        unmap: bool,
+    ) -> u64 {
         let mut removed = 0u64;
         let mut cursor = first.0;
         let bp = self.paging.block_pages;
         if self.shadow.is_some() {
             self.shadow_teardown(asid, first, last, ops, shootdown);
         }
-        if let Some(pc) = &mut self.pcache {
+        if let (Some(pc), true) = (&mut self.pcache, unmap) {
             pc.unmap(asid.0, first.0, last.0);
         }
         while cursor <= last.0 {

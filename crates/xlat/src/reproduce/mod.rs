@@ -1,5 +1,5 @@
 //! Paper reproductions: `xlat reproduce talluri95 | chapman03 | gray05 | bala94 | swanson98 | all`
-//! (docs/reproduce.md).
+//! (docs/reproduce.md), and the study `xlat reproduce shootdowns` (docs/multicore.md).
 //!
 //! A reproduction runs real programs through the designs a paper compares, writes one CSV file and
 //! one chart (SVG and PNG) per figure, a JSON file with every number, and a Markdown report that
@@ -12,6 +12,7 @@ pub mod bala94;
 pub mod chapman03;
 pub mod claim;
 pub mod gray05;
+pub mod shootdowns;
 pub mod summary;
 pub mod swanson98;
 pub mod talluri95;

@@ -65,6 +65,10 @@ pub struct EventCounts {
     pub object: u64,
     /// `Record::Syscall`.
     pub syscall: u64,
+    /// `Record::Protect` (`mprotect`).
+    pub protect: u64,
+    /// `Record::Discard` (`madvise` that drops pages).
+    pub discard: u64,
 }
 
 impl EventCounts {
@@ -81,6 +85,8 @@ impl EventCounts {
             + self.thread
             + self.object
             + self.syscall
+            + self.protect
+            + self.discard
     }
 }
 
@@ -222,6 +228,18 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
                 }
                 Record::Unmap { .. } => {
                     t.events.unmap += 1;
+                    if !explicit {
+                        asids.insert(asid);
+                    }
+                }
+                Record::Protect { .. } => {
+                    t.events.protect += 1;
+                    if !explicit {
+                        asids.insert(asid);
+                    }
+                }
+                Record::Discard { .. } => {
+                    t.events.discard += 1;
                     if !explicit {
                         asids.insert(asid);
                     }

@@ -86,6 +86,8 @@ pub mod fd_kind {
 /// The traced system call numbers and arguments the models interpret (x86-64, the architecture
 /// the tracer runs).
 pub mod sysno {
+    /// x86-64 `mprotect(addr, length, prot)`.
+    pub const MPROTECT: u16 = 10;
     /// x86-64 `madvise(addr, length, advice)`.
     pub const MADVISE: u16 = 28;
     /// The `advice` asking for transparent huge pages on a region (Linux `MADV_HUGEPAGE`): a
@@ -188,7 +190,35 @@ pub enum Record {
         /// Thread identifier, unique within the trace's process.
         tid: u32,
     },
+    /// The current process changes the rights of `[start, start+len)` to `flags` (`mprotect`;
+    /// the [`map_flags`] bits `READ`, `WRITE` and `EXEC`). TLB entries of the range's resident
+    /// pages are shot down when a right they had is removed; a change that only adds rights
+    /// invalidates nothing.
+    Protect {
+        /// First virtual address.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+        /// The new rights, [`map_flags`] `READ | WRITE | EXEC` bits.
+        flags: u32,
+    },
+    /// The current process drops the pages of `[start, start+len)` (`madvise` with advice that
+    /// frees them: `MADV_DONTNEED`, `MADV_DONTNEED_LOCKED`, `MADV_REMOVE`; `lazy` for
+    /// `MADV_FREE`). The mapping stays. Without `lazy` the resident pages' frames are freed and
+    /// the next touch faults a fresh page; with `lazy` the pages stay until memory runs short
+    /// (never, in the OS models), but their TLB entries are shot down as Linux does when it
+    /// clears their dirty bits.
+    Discard {
+        /// First virtual address.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+        /// `MADV_FREE`: the pages go only under memory pressure.
+        lazy: bool,
+    },
 }
+
+const _: () = assert!(std::mem::size_of::<Record>() == 24, "a Record stays 24 bytes");
 
 /// Bits of [`Record::Map`]'s `flags`.
 pub mod map_flags {
@@ -208,6 +238,8 @@ pub mod map_flags {
     pub const FILE: u32 = 64;
     /// A mapping the program image had when it started (executable, interpreter, stack).
     pub const IMAGE: u32 = 128;
+    /// The access rights among the bits (what [`Record::Protect`](super::Record::Protect) sets).
+    pub const RIGHTS: u32 = READ | WRITE | EXEC;
 }
 
 /// Counts a reader keeps about what it read and what it had to skip.

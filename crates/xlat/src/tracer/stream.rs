@@ -20,6 +20,8 @@
 //! | `0x0c` | `end:u64 bytes:u32` | the process sends `bytes` to channel end `end` (`writev`, `sendmsg`: 0) |
 //! | `0x0d` | `end:u64` | the process receives from channel end `end` |
 //! | `0x0e` | `nr:u32 fd:u8 dev:u64 ino:u64 buf:u64 len:u64` | a system call; `fd` is the descriptor's kind and the data's direction (`trace::fd_kind`), `dev`/`ino` its object, `buf`/`len` the buffer (0 if none) |
+//! | `0x0f` | `start:u64 len:u64 rights:u32` | `mprotect` to `rights` (read 1, write 2, exec 4) |
+//! | `0x10` | `start:u64 len:u64 lazy:u8` | `madvise` that drops the range's pages (`lazy`: `MADV_FREE`) |
 //! | `0x0a` | | a scheduling point: the process yields or may block (`sched_yield`, a read from a pipe or socket, a wait, a sleep, a poll, a futex wait) |
 //! | `0x80`–`0xff` | `delta:i32` or `addr:u64` | data access |
 //!
@@ -52,6 +54,8 @@ const R_OBJECT: u8 = 0x0b;
 const R_PIPE_SEND: u8 = 0x0c;
 const R_PIPE_RECV: u8 = 0x0d;
 const R_SYSCALL: u8 = 0x0e;
+const R_PROTECT: u8 = 0x0f;
+const R_DISCARD: u8 = 0x10;
 const D_STORE: u8 = 0x40;
 const D_MODIFY: u8 = 0x20;
 const D_SHORT: u8 = 0x10;
@@ -751,6 +755,31 @@ impl StreamDecoder {
                     }
                     tmp.push(Record::Unmap { start: u64_at(i + 1), len: u64_at(i + 9) });
                     i += 17;
+                }
+                R_PROTECT => {
+                    if i + 21 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let flags = u32_at(i + 17);
+                    if flags & !crate::trace::map_flags::RIGHTS != 0 {
+                        return Err(
+                            self.bad(i, &format!("protect record with rights {flags:#x} beyond read, write and exec"))
+                        );
+                    }
+                    tmp.push(Record::Protect { start: u64_at(i + 1), len: u64_at(i + 9), flags });
+                    i += 21;
+                }
+                R_DISCARD => {
+                    if i + 18 > p.len() {
+                        return Err(self.bad(i, trunc));
+                    }
+                    let lazy = match p[i + 17] {
+                        0 => false,
+                        1 => true,
+                        v => return Err(self.bad(i, &format!("discard record with lazy flag {v} (0 or 1)"))),
+                    };
+                    tmp.push(Record::Discard { start: u64_at(i + 1), len: u64_at(i + 9), lazy });
+                    i += 18;
                 }
                 R_FORK => {
                     if i + 5 > p.len() {

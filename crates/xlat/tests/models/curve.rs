@@ -42,6 +42,19 @@ fn push_events(v: &mut Vec<Record>, i: usize, n: usize, r: u64, every: (usize, u
         let start = (r >> 20) % 300 * 4096;
         v.push(Record::Unmap { start, len: 4096 * (1 + (r >> 40) % 20) });
     }
+    if i % 911 == 0 {
+        let start = (r >> 24) % 300 * 4096;
+        v.push(Record::Map { start, len: 4096 * (1 + (r >> 44) % 30), flags: (r >> 50) as u32 % 8 });
+    }
+    if i % 613 == 0 {
+        // Rights taken or given back: only the pages that lose one are invalidated.
+        let start = (r >> 22) % 300 * 4096;
+        v.push(Record::Protect { start, len: 4096 * (1 + (r >> 42) % 40), flags: (r >> 52) as u32 % 8 });
+    }
+    if i % 1009 == 0 {
+        let start = (r >> 21) % 300 * 4096;
+        v.push(Record::Discard { start, len: 4096 * (1 + (r >> 41) % 10), lazy: r >> 63 == 1 });
+    }
     if i == n / 2 {
         v.push(Record::Exit { asid: 2 });
     }

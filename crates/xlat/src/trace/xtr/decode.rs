@@ -105,7 +105,21 @@ fn decode_event(w: &[u8], tag: u8) -> Result<(Record, usize), (&'static str, usi
             tag::EXIT => Record::Exit { asid: get_u32(w, &mut p)? },
             tag::IPC => Record::Ipc { to: get_u32(w, &mut p)? },
             tag::MARKER => Record::Marker { id: get_varint(w, &mut p)? },
-            _ => Record::Thread { tid: get_u32(w, &mut p)? },
+            tag::THREAD => Record::Thread { tid: get_u32(w, &mut p)? },
+            tag::PROTECT => Record::Protect {
+                start: get_varint(w, &mut p)?,
+                len: get_varint(w, &mut p)?,
+                flags: get_u32(w, &mut p)?,
+            },
+            _ => Record::Discard {
+                start: get_varint(w, &mut p)?,
+                len: get_varint(w, &mut p)?,
+                lazy: match get_varint(w, &mut p)? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err("discard's lazy flag is neither 0 nor 1"),
+                },
+            },
         })
     })()
     .map_err(|m| (m, p))?;
@@ -231,7 +245,7 @@ pub(super) fn decode_run<S: Sink>(
                 }
             } else {
                 pos = at(buf, p);
-                if t <= tag::THREAD {
+                if t <= tag::THREAD || (tag::PROTECT..=tag::LAST_RECORD).contains(&t) {
                     match decode_event(&buf[pos + 1..pos + MARGIN], t) {
                         Ok((rec, len)) => {
                             put::<S>(out, i, rec);
@@ -495,7 +509,7 @@ pub(super) fn not_in_block(t: u8) -> String {
     if matches!(t, tag::EXTENSION | tag::END | tag::BLOCK) {
         format!("corrupt block: it holds a record other than an access or an event (tag {t:#04x})")
     } else {
-        format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x89, 0xfe, 0xff)")
+        format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x8b, 0xfe, 0xff)")
     }
 }
 

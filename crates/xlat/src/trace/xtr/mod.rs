@@ -16,7 +16,7 @@
 //! that kind. Decoding therefore needs one table lookup and one unaligned 8-byte load per
 //! access, with no loop over varint bytes, and no branch on a record's shape.
 //!
-//! Event records (`0x80..=0x88`) carry LEB128 varints; `0xfe` is a skippable extension record;
+//! Event records (`0x80..=0x88`, `0x8a..=0x8b`) carry LEB128 varints; `0x89` is a block; `0xfe` is a skippable extension record;
 //! `0xff` ends the trace with the number of records, so a truncated file is an error.
 //! Files are zstd-compressed by default; readers also accept raw streams.
 //!
@@ -72,6 +72,13 @@ pub mod tag {
     /// A block of access and event records decoded from a stream's initial state
     /// ([`super::BLOCK_RECORDS`]).
     pub const BLOCK: u8 = 0x89;
+    /// `Record::Protect { start, len, flags }`: three varints (added within version 1).
+    pub const PROTECT: u8 = 0x8a;
+    /// `Record::Discard { start, len, lazy }`: three varints, `lazy` 0 or 1 (added within
+    /// version 1; the last event tag).
+    pub const DISCARD: u8 = 0x8b;
+    /// The largest tag an access or event record may have.
+    pub const LAST_RECORD: u8 = DISCARD;
     /// Extension record: varint type, varint length, that many payload bytes. Readers that do
     /// not know the type skip it (counted in `ReaderStats::skipped`).
     pub const EXTENSION: u8 = 0xfe;

@@ -363,7 +363,7 @@ impl<R: Read> XtrReader<R> {
             }
             _ => Err(self.err(
                 off,
-                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x89, 0xfe, 0xff)"),
+                format!("unknown record tag {t:#04x} (xtr version {VERSION} defines 0x00-0x8b, 0xfe, 0xff)"),
             )),
         }
     }

@@ -121,6 +121,18 @@ fn encode_event(buf: &mut Vec<u8>, r: &Record) {
             buf.push(tag::THREAD);
             put_varint(buf, tid as u64);
         }
+        Record::Protect { start, len, flags } => {
+            buf.push(tag::PROTECT);
+            put_varint(buf, start);
+            put_varint(buf, len);
+            put_varint(buf, flags as u64);
+        }
+        Record::Discard { start, len, lazy } => {
+            buf.push(tag::DISCARD);
+            put_varint(buf, start);
+            put_varint(buf, len);
+            put_varint(buf, lazy as u64);
+        }
         Record::Object { .. } | Record::Syscall { .. } => unreachable!("written as an extension"),
     }
 }

@@ -313,3 +313,81 @@ fn a_failing_design_stops_alone_and_says_where() {
     assert!(systems[1].failure().is_none());
     assert_eq!(systems[1].stats(), alone);
 }
+
+/// Hand-worked: one page touched (1 cold miss, 1 fault), protected read-only (it had read and
+/// write: a right lost), touched again: exactly one more miss, no more faults.
+#[test]
+fn a_protect_that_removes_a_right_costs_one_more_miss() {
+    use xlat::trace::map_flags::{READ, WRITE};
+    let t = vec![
+        Record::Map { start: 0, len: 4 * 4096, flags: READ | WRITE },
+        load(16),
+        load(4096 + 16),
+        Record::Protect { start: 0, len: 4096, flags: READ },
+        load(16),
+        load(4096 + 16),
+    ];
+    for kind in ["radix", "linear", "hashed", "clustered"] {
+        let (s, _) = run_one(&cfg("", kind), t.clone(), None);
+        assert_eq!(s.tlb[0].misses, 3, "{kind}: 2 cold + the protected page");
+        assert_eq!(s.page_faults, 2, "{kind}: the page stays resident");
+        assert_eq!(s.tlb[0].invalidations, 1, "{kind}");
+        assert_eq!((s.events.protects, s.events.protect_shootdowns, s.events.pages_protected), (1, 1, 1), "{kind}");
+    }
+}
+
+/// A protect that only adds rights (read -> read/write/exec), or keeps them, invalidates
+/// nothing: the second pass hits.
+#[test]
+fn a_protect_that_only_adds_rights_invalidates_nothing() {
+    use xlat::trace::map_flags::{EXEC, READ, WRITE};
+    let t = vec![
+        Record::Map { start: 0, len: 2 * 4096, flags: READ },
+        load(16),
+        load(4096 + 16),
+        Record::Protect { start: 0, len: 2 * 4096, flags: READ | WRITE | EXEC },
+        Record::Protect { start: 0, len: 4096, flags: READ | WRITE | EXEC },
+        load(16),
+        load(4096 + 16),
+    ];
+    let (s, _) = run_one(&cfg("", "radix"), t, None);
+    assert_eq!(s.tlb[0].misses, 2, "cold misses only");
+    assert_eq!(s.tlb[0].invalidations, 0);
+    assert_eq!((s.events.protects, s.events.protect_shootdowns, s.events.pages_protected), (2, 0, 0));
+}
+
+/// A range the trace never mapped counts as having had every right; a protect over pages none
+/// of which is resident shoots nothing down.
+#[test]
+fn a_protect_of_unmapped_or_untouched_pages() {
+    use xlat::trace::map_flags::READ;
+    let t = vec![
+        load(16),
+        Record::Protect { start: 0, len: 4096, flags: READ }, // never mapped: a right lost
+        Record::Protect { start: 8 * 4096, len: 4096, flags: 0 }, // not resident
+        load(16),
+    ];
+    let (s, _) = run_one(&cfg("", "radix"), t, None);
+    assert_eq!(s.tlb[0].misses, 2);
+    assert_eq!((s.events.protects, s.events.protect_shootdowns, s.events.pages_protected), (2, 1, 1));
+}
+
+/// Hand-worked: four pages touched (4 misses, 4 faults); pages 1 and 2 discarded (frames
+/// freed, mapping kept); the four touched again: 2 more misses and 2 more faults. With
+/// MADV_FREE (lazy) the pages stay: 2 more misses, no fault.
+#[test]
+fn a_discard_frees_the_pages_and_the_next_touch_faults() {
+    for (lazy, faults) in [(false, 6), (true, 4)] {
+        let mut t: Vec<Record> = touch(0..4).collect();
+        t.push(Record::Discard { start: 4096, len: 2 * 4096, lazy });
+        t.extend(touch(0..4));
+        for kind in ["radix", "linear", "hashed", "clustered"] {
+            let (s, _) = run_one(&cfg("", kind), t.clone(), None);
+            assert_eq!(s.tlb[0].misses, 6, "{kind} lazy {lazy}: 4 cold + 2 discarded");
+            assert_eq!(s.page_faults, faults, "{kind} lazy {lazy}");
+            assert_eq!(s.tlb[0].invalidations, 2, "{kind} lazy {lazy}");
+            assert_eq!((s.events.discards, s.events.pages_discarded), (1, 2), "{kind} lazy {lazy}");
+            assert_eq!(s.events.pages_unmapped, 0, "{kind}: a discard is no unmap");
+        }
+    }
+}

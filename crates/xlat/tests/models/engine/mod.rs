@@ -1,5 +1,6 @@
 //! The engine end to end: events, the plain designs' loop, Itanium layouts and regions.
 
+mod cores;
 mod events;
 mod itanium;
 mod plain;

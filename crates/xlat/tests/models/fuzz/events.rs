@@ -78,7 +78,9 @@ fn flags(r: &mut Rng) -> u32 {
 /// One record of any kind, with extreme values.
 fn record(r: &mut Rng, asids: &[u32]) -> Record {
     let asid = if r.under(8) == 0 { r.next() as u32 } else { r.pick(asids) };
-    match r.under(15) {
+    match r.under(17) {
+        15 => Record::Protect { start: address(r), len: length(r), flags: flags(r) },
+        16 => Record::Discard { start: address(r), len: length(r), lazy: r.under(2) == 1 },
         0 | 1 => Record::Map { start: address(r), len: length(r), flags: flags(r) },
         2 => Record::Unmap { start: address(r), len: length(r) },
         3 | 4 => Record::Syscall { nr: sysno::MADVISE, fd: 0, object: 0, buf: address(r), len: length(r) },

@@ -41,6 +41,10 @@ fn all_events() -> Vec<Record> {
         Record::Ipc { to: 3 },
         Record::Marker { id: 0 },
         Record::Marker { id: u64::MAX },
+        Record::Protect { start: 0x7f00_0000_0000, len: 8192, flags: map_flags::READ },
+        Record::Protect { start: u64::MAX, len: u64::MAX, flags: u32::MAX },
+        Record::Discard { start: 0x7f00_0000_1000, len: 4096, lazy: false },
+        Record::Discard { start: u64::MAX, len: u64::MAX, lazy: true },
     ]
 }
 
@@ -220,6 +224,39 @@ fn corrupt_varint_and_u32_range() {
     assert!(e.contains("varint"), "{e}");
 }
 
+/// The protect and discard records (tags 0x8a, 0x8b): cut short, or with a lazy flag other
+/// than 0 or 1, or rights beyond 32 bits, each is a one-line error naming the record's offset.
+#[test]
+fn protect_and_discard_records_cut_or_corrupt_name_their_offset() {
+    let raw = encode_to_vec(&[Record::Fork { child: 1 }], Compression::None).unwrap();
+    let header = 12 + u32::from_le_bytes(raw[8..12].try_into().unwrap()) as usize;
+    let stream = |body: &[u8]| [&raw[..header], body].concat();
+    // Whole records read back (outside a block too).
+    let ok = stream(&[tag::PROTECT, 0x80, 0x20, 0x80, 0x40, 1, tag::DISCARD, 0x80, 0x20, 0x80, 0x20, 1, tag::END, 2]);
+    assert_eq!(
+        read_all(&ok, 10).unwrap(),
+        vec![
+            Record::Protect { start: 0x1000, len: 0x2000, flags: map_flags::READ },
+            Record::Discard { start: 0x1000, len: 0x1000, lazy: true },
+        ]
+    );
+    // Cut inside either record: an error at the record's offset.
+    for body in [&[tag::PROTECT, 0x80, 0x20, 0x80][..], &[tag::DISCARD, 0x80, 0x20, 0x80, 0x20][..]] {
+        let e = read_all(&stream(body), 10).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("t.xtr: offset {header}: ")) && !e.contains('\n'), "{e}");
+        assert!(e.contains("truncated"), "{e}");
+    }
+    let e = read_all(&stream(&[tag::DISCARD, 1, 1, 2, tag::END, 1]), 10).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("t.xtr: offset {header}: ")) && e.contains("lazy flag"), "{e}");
+    let e = read_all(&stream(&[tag::PROTECT, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x7f, tag::END, 1]), 10)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with(&format!("t.xtr: offset {header}: ")) && e.contains("32 bits"), "{e}");
+    // The next tag after them is still unknown.
+    let e = read_all(&stream(&[0x8c, tag::END, 0]), 10).unwrap_err().to_string();
+    assert!(e.contains(&format!("offset {header}")) && e.contains("unknown record tag 0x8c"), "{e}");
+}
+
 #[test]
 fn dropped_writer_leaves_a_truncated_file() {
     let mut buf = Vec::new();
@@ -250,6 +287,9 @@ fn record_strategy() -> impl Strategy<Value = Record> {
         1 => any::<u32>().prop_map(|asid| Record::Exit { asid }),
         1 => any::<u32>().prop_map(|to| Record::Ipc { to }),
         1 => any::<u64>().prop_map(|id| Record::Marker { id }),
+        1 => (any::<u64>(), any::<u64>(), any::<u32>())
+            .prop_map(|(start, len, flags)| Record::Protect { start, len, flags }),
+        1 => (any::<u64>(), any::<u64>(), any::<bool>()).prop_map(|(start, len, lazy)| Record::Discard { start, len, lazy }),
     ]
 }
 
