@@ -4,7 +4,6 @@
 //! event ([`super::System::event`]).
 
 use super::error::DesignError;
-use super::front::GLOBAL_SPACE;
 use super::machine::Machine;
 use crate::addr::{Asid, Pfn, Vpn};
 use crate::cache::Route;
@@ -431,31 +430,19 @@ impl Machine {
         let shift = self.page_size.shift();
         let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
         // Unmapping inside a global region unmaps the shared pages for everyone.
-        if self.front.is_global(first) {
-            return self.unmap_range(GLOBAL_SPACE, first, last);
+        let mut spaces = std::mem::take(&mut self.spaces);
+        spaces.clear();
+        self.front.spaces(first, last, &mut spaces);
+        for &(asid, lo, hi) in &spaces {
+            self.unmap_range(asid, lo, hi);
         }
-        // A range lies in one region (a layout never places a mapping across two); split it if
-        // not (identity layouts of odd traces).
-        let vrn_shift = self.front.vrn_shift;
-        let mut lo = first.0;
-        while lo <= last.0 {
-            let vrn = ((lo >> vrn_shift) & 7) as usize;
-            let region_end = if vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << vrn_shift) - 1 };
-            let hi = last.0.min(region_end);
-            if self.front.is_private(vrn) {
-                self.unmap_range(Asid(self.front.tags[vrn]), Vpn(lo), Vpn(hi));
-            }
-            if hi == u64::MAX || hi == last.0 {
-                break;
-            }
-            lo = hi + 1;
-        }
+        self.spaces = spaces;
     }
 
     /// The spaces and page ranges of the running process's trace bytes `[start, start + len)`,
     /// laid out (without changing the layout) and split by region as [`Machine::unmap_laid_out`]
     /// splits them, appended to `out` (`pieces`: scratch). Pieces in a global region name
-    /// [`GLOBAL_SPACE`].
+    /// [`GLOBAL_SPACE`](super::front::GLOBAL_SPACE).
     fn spaces_of(&self, start: u64, len: u64, pieces: &mut Vec<(u64, u64)>, out: &mut Vec<(Asid, Vpn, Vpn)>) {
         pieces.clear();
         match &self.front.layout {
@@ -463,29 +450,12 @@ impl Machine {
             Some(l) => l.translate(start, len, pieces),
         }
         let shift = self.page_size.shift();
-        let vrn_shift = self.front.vrn_shift;
         for &(start, len) in pieces.iter() {
             if len == 0 {
                 continue;
             }
             let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
-            if self.front.is_global(first) {
-                out.push((GLOBAL_SPACE, first, last));
-                continue;
-            }
-            let mut lo = first.0;
-            while lo <= last.0 {
-                let vrn = ((lo >> vrn_shift) & 7) as usize;
-                let region_end = if vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << vrn_shift) - 1 };
-                let hi = last.0.min(region_end);
-                if self.front.is_private(vrn) {
-                    out.push((Asid(self.front.tags[vrn]), Vpn(lo), Vpn(hi)));
-                }
-                if hi == u64::MAX || hi == last.0 {
-                    break;
-                }
-                lo = hi + 1;
-            }
+            self.front.spaces(first, last, out);
         }
     }
 

@@ -132,4 +132,29 @@ impl Front {
     pub(crate) fn is_private(&self, vrn: usize) -> bool {
         self.regions.as_ref().map_or(true, |r| r.is_private(self.asid.0, vrn))
     }
+
+    /// The spaces of the running process's laid-out pages `[first, last]`, split by region (a
+    /// layout never places a mapping across two; identity layouts of odd traces may), appended to
+    /// `out`: a range in a global region names [`GLOBAL_SPACE`] whole, pieces in regions shared
+    /// with other processes (a program's text) are left out.
+    pub(crate) fn spaces(&self, first: Vpn, last: Vpn, out: &mut Vec<(Asid, Vpn, Vpn)>) {
+        if self.is_global(first) {
+            out.push((GLOBAL_SPACE, first, last));
+            return;
+        }
+        let vrn_shift = self.vrn_shift;
+        let mut lo = first.0;
+        while lo <= last.0 {
+            let vrn = ((lo >> vrn_shift) & 7) as usize;
+            let region_end = if vrn_shift >= 61 { u64::MAX } else { (((vrn as u64) + 1) << vrn_shift) - 1 };
+            let hi = last.0.min(region_end);
+            if self.is_private(vrn) {
+                out.push((Asid(self.tags[vrn]), Vpn(lo), Vpn(hi)));
+            }
+            if hi == u64::MAX || hi == last.0 {
+                break;
+            }
+            lo = hi + 1;
+        }
+    }
 }

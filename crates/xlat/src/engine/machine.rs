@@ -51,6 +51,8 @@ pub(crate) struct Machine {
     /// The laid-out pieces and the spaces' page ranges of a protect or discard (scratch).
     pub(crate) pieces: Vec<(u64, u64)>,
     pub(crate) discarded: Vec<(Asid, Vpn, Vpn)>,
+    /// The spaces' page ranges of an unmap (scratch).
+    pub(crate) spaces: Vec<(Asid, Vpn, Vpn)>,
     /// The page-table operations applied since the OS personality last took them, for a
     /// personality whose kernel writes the PTEs itself (Mach 3.0); `None` for the others.
     pub(crate) op_log: Option<Vec<PtOp>>,
@@ -138,6 +140,7 @@ impl Machine {
             mem_ops: Vec::new(),
             unmapped: Vec::new(),
             pieces: Vec::new(),
+            spaces: Vec::new(),
             discarded: Vec::new(),
             op_log: (config.os.personality == crate::os::mach3::Personality::Mach3).then(Vec::new),
             pt_census,
