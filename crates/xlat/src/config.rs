@@ -222,6 +222,9 @@ pub struct TimeConfig {
     /// (default 8: an assumption, the distance a single-issue stall-on-use core runs ahead of
     /// a missing load before an instruction uses it).
     pub window: u64,
+    /// The core's clock in MHz (unset by default): with it the report gives the time in seconds
+    /// (`time.seconds`) and event rates per second (`shootdowns.ipis_per_second`).
+    pub clock_mhz: Option<f64>,
 }
 
 /// `time.core`: whether data-cache misses overlap.
@@ -247,7 +250,7 @@ impl Core {
 
 impl Default for TimeConfig {
     fn default() -> Self {
-        TimeConfig { cpi: 1.0, core: Core::Blocking, mshrs: 6, window: 8 }
+        TimeConfig { cpi: 1.0, core: Core::Blocking, mshrs: 6, window: 8, clock_mhz: None }
     }
 }
 
@@ -577,6 +580,14 @@ impl Config {
                     "time.cpi",
                     format!("must be a number from 0 to {}, got {:?}", limits::MAX_CPI, t.cpi),
                 ));
+            }
+            if let Some(c) = t.clock_mhz {
+                if !(c.is_finite() && c > 0.0 && c <= limits::MAX_CLOCK_MHZ) {
+                    return Err(ParamError::new(
+                        "time.clock_mhz",
+                        format!("must be a number above 0 and at most {}, got {c:?}", limits::MAX_CLOCK_MHZ),
+                    ));
+                }
             }
             if t.mshrs == 0 || t.mshrs > limits::MAX_MSHRS {
                 return Err(ParamError::new(

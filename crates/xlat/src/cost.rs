@@ -199,6 +199,8 @@ pub struct CostParams {
     pub itanium: Option<[u64; 3]>,
     /// Timed designs: the base CPI of `[time]`.
     pub cpi: Option<f64>,
+    /// Timed designs with `[time] clock_mhz`: the clock in MHz.
+    pub clock_mhz: Option<f64>,
     /// `[os]`'s kernel cycles per event.
     pub kernel: KernelCosts,
 }
@@ -404,6 +406,7 @@ mod tests {
             stlb: None,
             itanium: None,
             cpi: None,
+            clock_mhz: None,
             kernel: KernelCosts::default(),
         }
     }

@@ -57,6 +57,8 @@ pub const MAX_CYCLES: u64 = 1 << 32;
 
 /// Largest `time.cpi`.
 pub const MAX_CPI: f64 = 1000.0;
+/// Largest `time.clock_mhz`: 1 THz, far above any modelled core.
+pub const MAX_CLOCK_MHZ: f64 = 1e6;
 /// Bound of `time.mshrs` (misses outstanding at once in the `overlap` core).
 pub const MAX_MSHRS: u32 = 1024;
 /// Bound of `time.window` (instructions).

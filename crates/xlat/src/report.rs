@@ -311,9 +311,18 @@ pub fn design_json(s: &System) -> Value {
         if st.shadow.is_some() {
             doc["time"]["breakdown"]["remap"] = json!(t.remap);
         }
+        if let Some(mhz) = s.design().cost().clock_mhz {
+            doc["time"]["clock_mhz"] = json!(mhz);
+            doc["time"]["seconds"] = json!(t.seconds(mhz));
+        }
     }
     if let Some(sd) = st.shootdowns {
         doc["shootdowns"] = shootdowns_json(&sd);
+        if let (Some(t), Some(mhz)) = (st.time, s.design().cost().clock_mhz) {
+            // Per second of the cores' time together (the trace runs one thread at a time).
+            let secs = t.seconds(mhz);
+            doc["shootdowns"]["ipis_per_second"] = json!(if secs > 0.0 { sd.ipis as f64 / secs } else { 0.0 });
+        }
         doc["cycles"]["shootdown"] = json!(st.cycles.shootdown);
         if let (Some(t), Some(_)) = (st.time, doc.get("time")) {
             doc["time"]["breakdown"]["shootdown"] = json!(t.shootdown);
@@ -628,6 +637,14 @@ pub fn table(input: &ReportInput, systems: &[System], width: usize) -> String {
                 .unwrap_or_default()
         });
         row("total time (cycles)", &|_, st| st.time.map(|t| t.cycles.to_string()).unwrap_or_default());
+        if systems.iter().any(|s| s.design().cost().clock_mhz.is_some()) {
+            row("  seconds", &|s, st| {
+                st.time
+                    .zip(s.design().cost().clock_mhz)
+                    .map(|(t, mhz)| format!("{:.6}", t.seconds(mhz)))
+                    .unwrap_or_default()
+            });
+        }
         row("  instructions", &|_, st| st.time.map(|t| t.instructions.to_string()).unwrap_or_default());
         row("  base", &|_, st| st.time.map(|t| t.base.to_string()).unwrap_or_default());
         row("  icache stalls", &|_, st| st.time.map(|t| t.icache.to_string()).unwrap_or_default());
@@ -636,6 +653,9 @@ pub fn table(input: &ReportInput, systems: &[System], width: usize) -> String {
         row("  page faults", &|_, st| st.time.map(|t| t.faults.to_string()).unwrap_or_default());
         if stats.iter().any(|st| st.time.is_some_and(|t| t.kernel > 0)) {
             row("  kernel", &|_, st| st.time.map(|t| t.kernel.to_string()).unwrap_or_default());
+        }
+        if stats.iter().any(|st| st.time.is_some_and(|t| t.shootdown > 0)) {
+            row("  shootdowns", &|_, st| st.time.map(|t| t.shootdown.to_string()).unwrap_or_default());
         }
         row("  translation share", &|_, st| {
             st.time.map(|t| format!("{:.2}%", 100.0 * t.translation_share())).unwrap_or_default()

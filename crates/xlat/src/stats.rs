@@ -428,6 +428,11 @@ pub struct TimeStats {
 }
 
 impl TimeStats {
+    /// The cycles in seconds at a clock of `clock_mhz` MHz.
+    pub fn seconds(&self, clock_mhz: f64) -> f64 {
+        self.cycles as f64 / (clock_mhz * 1e6)
+    }
+
     /// Share of the cycles spent translating (0 for no cycles).
     pub fn translation_share(&self) -> f64 {
         if self.cycles == 0 {

@@ -54,3 +54,32 @@ fn several_cores_report_each_core_and_the_shootdowns() {
     assert!(text.contains("four (per core):"), "{text}");
     assert_eq!(text.lines().skip_while(|l| !l.starts_with("four (per core)")).count(), 6, "{text}");
 }
+
+#[test]
+fn a_clock_gives_seconds_from_the_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let clocked = design(dir.path(), "clocked", "[time]\ncpi = 2.0\nclock_mhz = 500\n");
+    let plain = design(dir.path(), "plain", "[time]\ncpi = 2.0\n");
+    let demo = demo_xtr();
+    let v = run_json(&["run", "-c", s(&clocked), "-c", s(&plain), "-t", s(&demo)]);
+    let (a, b) = (config(&v, "clocked"), config(&v, "plain"));
+    // 500 MHz: 2 ns a cycle; the same cycles with and without a clock.
+    let cycles = u(a, "/time/cycles");
+    assert!(cycles > 0);
+    assert_eq!(cycles, u(b, "/time/cycles"));
+    assert_eq!(a["time"]["seconds"].as_f64().unwrap(), cycles as f64 / 5e8);
+    assert_eq!(a["time"]["clock_mhz"].as_f64(), Some(500.0));
+    assert!(b["time"].get("seconds").is_none() && b["time"].get("clock_mhz").is_none());
+    // The table shows the seconds row.
+    let out = ok(run(&["run", "-c", s(&clocked), "-t", s(&demo)]));
+    let text = stdout(&out);
+    let want = format!("{:.6}", cycles as f64 / 5e8);
+    assert!(text.lines().any(|l| l.trim_start().starts_with("seconds") && l.contains(&want)), "{text}");
+    for bad in ["0", "-1.0", "2e6", "nan"] {
+        let c = design(dir.path(), "bad", &format!("[time]\nclock_mhz = {bad}\n"));
+        let out = run(&["run", "-c", s(&c), "-t", s(&demo)]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("time.clock_mhz") && err.trim_end().lines().count() == 1, "{bad}: {err}");
+    }
+}

@@ -37,6 +37,11 @@ fn check_results(v: &Value) -> Vec<Value> {
         assert!(lookups > 0, "{r}");
         let rate = ipis as f64 * 1e6 / lookups as f64;
         assert!(close(r["ipis_per_mlookup"].as_f64().unwrap(), rate), "{r}: {rate}");
+        // Per second of the cores' time at the study's clock.
+        let (cycles, mhz) = (num(r, "cycles"), res["clock_mhz"].as_f64().unwrap());
+        assert!(cycles > 0, "{r}");
+        let per_s = ipis as f64 / (cycles as f64 / (mhz * 1e6));
+        assert!(close(r["ipis_per_second"].as_f64().unwrap(), per_s), "{r}: {per_s}");
         let share = if ipis == 0 { 0.0 } else { (ipis - nec) as f64 / ipis as f64 };
         assert!(close(r["unnecessary_share"].as_f64().unwrap(), share), "{r}: {share}");
         let cores = num(r, "cores");

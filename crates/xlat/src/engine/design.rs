@@ -215,6 +215,7 @@ fn cost_params(config: &Config, structures: &[StructureSpec], ifirst: usize, dfi
         stlb: config.stlb.as_ref().filter(|_| !mach).map(|c| (c.hit_cycles, c.miss_cycles)),
         itanium: config.itanium.as_ref().map(|i| [i.purge_cycles, i.key_fault_cycles, i.pkr_reload_cycles]),
         cpi: config.timed().then(|| config.time.as_ref().map_or(1.0, |t| t.cpi)),
+        clock_mhz: config.time.as_ref().and_then(|t| t.clock_mhz),
         kernel: crate::cost::KernelCosts::of(&config.os),
     }
 }

@@ -69,6 +69,25 @@ fn an_unmap_only_the_unmapping_core_holds_is_one_unnecessary_ipi_under_linux_and
 }
 
 #[test]
+fn with_a_clock_the_report_gives_ipis_per_second_of_the_cores_time() {
+    // 2 loads, each a page fault of 1,000 cycles at cpi 0 with no instructions, and one
+    // shootdown of 500 + 1 x 250 cycles: 2,750 cycles, 2.75 us at 1,000 MHz, 1 IPI.
+    let keys = "[cores]\ncount = 2\nscheduler = \"pinned\"\n[os.shootdown]\ninitiator_cycles = 500\nipi_cycles = 250\n\
+                [time]\ncpi = 0.0\nclock_mhz = 1000\n[cost]\npage_fault_cycles = 1000\nmemory_cycles = 0\n\
+                [memory]\nlatency = 0\n[page_table]\nkind = \"linear\"\n";
+    let mut s = System::new(&cfg(keys, None)).unwrap();
+    s.process(&unmap_trace(false)).unwrap();
+    let st = s.stats();
+    let t = st.time.unwrap();
+    assert_eq!((t.instructions, t.faults, t.shootdown), (0, 2000, 750));
+    assert_eq!(t.cycles, 2750, "{t:?}");
+    let v = xlat::report::design_json(&s);
+    assert_eq!(v["time"]["seconds"].as_f64(), Some(2.75e-6));
+    let rate = v["shootdowns"]["ipis_per_second"].as_f64().unwrap();
+    assert!((rate - 1.0 / 2.75e-6).abs() < 1e-6 * rate, "{rate}");
+}
+
+#[test]
 fn shootdown_cycles_are_their_costs_times_the_counts_and_part_of_the_total() {
     let t = unmap_trace(true);
     let costs = "initiator_cycles = 1000\nipi_cycles = 10\nentry_cycles = 3\n";

@@ -138,6 +138,7 @@ fn major_faults_are_charged_apart_from_minor_ones() {
         stlb: None,
         itanium: None,
         cpi: None,
+        clock_mhz: None,
         kernel: xlat::cost::KernelCosts {
             syscall: SYSCALL,
             switch: SWITCH,
