@@ -69,6 +69,7 @@ impl Machine {
                             self.unmap_laid_out(lo, n);
                         }
                         self.unmapped = un;
+                        self.release_shared();
                     }
                 }
             }
@@ -190,6 +191,7 @@ impl Machine {
                 self.unmap_laid_out(lo, n);
             }
             self.unmapped = un;
+            self.release_shared();
             r.map_err(|error| DesignError::Layout { config: self.name.clone(), error })?;
         }
         if matches!(self.os.shadow_policy(), ShadowPolicy::Heap | ShadowPolicy::All) {
@@ -202,8 +204,10 @@ impl Machine {
     }
 
     /// The page cache's record of a file-backed map (object `id` from byte `offset`) of the
-    /// running process, at its laid-out address in its private space. A map into a region
-    /// shared already (a program's text, the shared or global region) is shared by its space.
+    /// running process, at its laid-out address in the space it lands in: its own, or a region
+    /// its space shares with other processes (a program's text, the shared region), whose one
+    /// record serves every process that maps the object there. A map into an `os.global`
+    /// region is not recorded (its pages are wired for every process).
     fn map_object(&mut self, start: u64, len: u64, flags: u32, id: u32, offset: u64) {
         if len == 0 {
             return;
@@ -213,8 +217,7 @@ impl Machine {
             None => start,
         };
         let vpn = Vpn(start >> self.page_size.shift());
-        let vrn = ((vpn.0 >> self.front.vrn_shift) & 7) as usize;
-        if self.front.is_global(vpn) || !self.front.is_private(vrn) {
+        if self.front.is_global(vpn) {
             return;
         }
         let space = self.front.tag(vpn);
@@ -302,6 +305,7 @@ impl Machine {
         if let Some(l) = &mut self.front.layout {
             l.exit(asid);
         }
+        self.release_shared();
         self.os.rights_mut().exit(asid);
         if let Some(k) = &mut self.front.keys {
             k.exit(asid);
@@ -419,6 +423,27 @@ impl Machine {
         }
         mem.clear();
         self.mem_ops = mem;
+    }
+
+    /// The shared-region windows (`[itanium] shared_region`) that no process maps any more lose
+    /// their pages, for every process: munmap removes the page-table entries of what it unmaps,
+    /// and with the last mapping gone no page table holds the window's pages.
+    fn release_shared(&mut self) {
+        let mut released = std::mem::take(&mut self.unmapped);
+        released.clear();
+        if let Some(l) = &mut self.front.layout {
+            l.take_released(&mut released);
+        }
+        let shift = self.page_size.shift();
+        for &(start, len) in &released {
+            if len == 0 {
+                continue;
+            }
+            let (first, last) = (Vpn(start >> shift), Vpn(start.saturating_add(len - 1) >> shift));
+            let space = self.front.tag(first);
+            self.unmap_range(space, first, last);
+        }
+        self.unmapped = released;
     }
 
     /// The running process unmaps laid-out bytes `[start, start + len)`. Pages of a region shared

@@ -287,6 +287,12 @@ pub struct Layout {
     /// Shared region: each object's window `(base, bytes)` and the next free address.
     objects: HashMap<u32, (u64, u64, u32)>,
     shared_next: u64,
+    /// Shared region: each window by its key: `(base, bytes, mapped)`, `mapped` the bytes of it
+    /// that processes map (summed over the processes).
+    windows: HashMap<u32, (u64, u64, u64)>,
+    /// Windows no process maps any more, laid out `(start, len)`: their pages are to be unmapped
+    /// ([`Layout::take_released`]).
+    released: Vec<(u64, u64)>,
     /// Object of the next `Map` of the current process (`Record::Object`).
     pending: Option<(u32, u64)>,
     /// The delta of the last `Map` placed (laid-out address = trace address + delta).
@@ -318,6 +324,8 @@ impl Layout {
             before: [[Range::EMPTY; BEFORE]; 2],
             objects: HashMap::new(),
             shared_next: SHARED_BASE,
+            windows: HashMap::new(),
+            released: Vec::new(),
             pending: None,
             placed: 0,
             stats: LayoutStats::default(),
@@ -511,7 +519,9 @@ impl Layout {
                     || (flags & map_flags::FILE != 0 && flags & map_flags::WRITE == 0)
                     || object.is_some() && flags & map_flags::WRITE == 0;
                 let (delta, key) = if self.shared_region && shareable {
-                    self.shared_place(start, len, object)
+                    let (delta, key) = self.shared_place(start, len, object);
+                    self.share(key, len);
+                    (delta, key)
                 } else {
                     let vrn = if flags & map_flags::IMAGE != 0 {
                         if flags & map_flags::EXEC != 0 && flags & map_flags::WRITE == 0 {
@@ -656,9 +666,12 @@ impl Layout {
             None => {
                 // No object identity: an address of its own (nothing to share it with).
                 let base = self.shared_next;
-                self.shared_next = self.shared_next.saturating_add(round_up(len, 1 << 16));
+                let bytes = round_up(len, 1 << 16);
+                self.shared_next = self.shared_next.saturating_add(bytes);
                 self.stats.shared_objects += 1;
-                return (base.wrapping_sub(start), SHARED_KEY | self.stats.shared_objects as u32);
+                let key = SHARED_KEY | self.stats.shared_objects as u32;
+                self.windows.insert(key, (base, bytes, 0));
+                return (base.wrapping_sub(start), key);
             }
         };
         let need = offset.saturating_add(len);
@@ -673,6 +686,7 @@ impl Layout {
                 self.stats.shared_objects += 1;
                 let key = SHARED_KEY | self.stats.shared_objects as u32;
                 self.objects.insert(id, (base, bytes, key));
+                self.windows.insert(key, (base, bytes, 0));
                 (base, key)
             }
         };
@@ -738,6 +752,7 @@ impl Layout {
                 continue;
             }
             out.push((lo.wrapping_add(r.delta), hi - lo));
+            self.unshare(r.key, hi - lo);
             if self.cfg.kind.is_32bit() {
                 self.release(lo.wrapping_add(r.delta), hi.wrapping_add(r.delta));
             }
@@ -790,19 +805,58 @@ impl Layout {
         self.pending = None;
     }
 
-    /// The current process forks `child`, which starts with its parent's placement.
+    /// The current process forks `child`, which starts with its parent's placement (and maps
+    /// the shared-region windows its parent maps).
     pub fn fork(&mut self, child: u32) {
+        let shared: Vec<(u32, u64)> = self.cur.ranges.iter().map(|r| (r.key, r.end - r.start)).collect();
+        for (key, len) in shared {
+            self.share(key, len);
+        }
         self.spaces.insert(child, self.cur.clone());
     }
 
-    /// Process `asid` exits.
+    /// Process `asid` exits (its shared-region windows that no other process maps are released).
     pub fn exit(&mut self, asid: u32) {
-        if asid == self.asid {
-            self.cur = Space::default();
+        let space = if asid == self.asid {
             self.forget();
+            std::mem::take(&mut self.cur)
         } else {
-            self.spaces.remove(&asid);
+            self.spaces.remove(&asid).unwrap_or_default()
+        };
+        for r in &space.ranges {
+            self.unshare(r.key, r.end - r.start);
         }
+    }
+
+    /// `len` more bytes of the shared-region window of `key` are mapped (nothing for other keys).
+    fn share(&mut self, key: u32, len: u64) {
+        if key & SHARED_KEY != 0 {
+            if let Some(w) = self.windows.get_mut(&key) {
+                w.2 = w.2.saturating_add(len);
+            }
+        }
+    }
+
+    /// `len` bytes of the shared-region window of `key` are no longer mapped: when no process
+    /// maps any of it, its pages are released (chapman03 §3.3: the window's address is never
+    /// reused, but munmap removes the page-table entries of what it unmaps).
+    fn unshare(&mut self, key: u32, len: u64) {
+        if key & SHARED_KEY == 0 {
+            return;
+        }
+        if let Some(w) = self.windows.get_mut(&key) {
+            let was = w.2;
+            w.2 = w.2.saturating_sub(len);
+            if was > 0 && w.2 == 0 {
+                self.released.push((w.0, w.1));
+            }
+        }
+    }
+
+    /// Moves the laid-out ranges of the shared-region windows that no process maps any more
+    /// into `out` (to have their pages unmapped for every process).
+    pub fn take_released(&mut self, out: &mut Vec<(u64, u64)>) {
+        out.append(&mut self.released);
     }
 }
 

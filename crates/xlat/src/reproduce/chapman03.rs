@@ -689,7 +689,7 @@ impl Chapman03 {
         let mmap_facts = self.facts("table1-mmap", plan.vm_pages, plan.vm_iter, &[SHORT, LONG, SHARING]);
         out.push(mmap.judge(
             TOLERANCE,
-            &format!("{} ({mmap_facts})", "each map's pages are new translations: the long VHPT's walker misses and traps on each (160 cycles) where the short VHPT's walker finds the PTE the page fault wrote; with sharing the file's pages stay mapped in the shared region after an unmap (§3.3), so later maps take no page faults"),
+            &format!("{} ({mmap_facts})", "each map's pages are new translations: the long VHPT's walker misses and traps on each (160 cycles) where the short VHPT's walker finds the PTE the page fault wrote; with sharing the file's window in the shared region keeps its address (§3.3), but its pages go with the last unmap, so each map faults them in again, from the page cache, as without sharing"),
             "vmloop mmap not run",
         ));
         for (id, design, value, words) in [
@@ -713,7 +713,7 @@ impl Chapman03 {
             let fault_facts = self.facts("table1-fault", plan.vm_pages, plan.vm_iter, &[SHORT, design]);
             out.push(c.judge(
                 TOLERANCE,
-                &format!("{} ({fault_facts})", "a scattered first touch of each freshly mapped page: the long VHPT's walker misses and traps on each, the short VHPT's finds the PTE the fault wrote (one cache line per 8 PTEs); with sharing the file's pages stay mapped in the shared region after an unmap (§3.3), so later maps take no page faults"),
+                &format!("{} ({fault_facts})", "a scattered first touch of each freshly mapped page: the long VHPT's walker misses and traps on each, the short VHPT's finds the PTE the fault wrote (one cache line per 8 PTEs); with sharing the file's window in the shared region keeps its address (§3.3), but its pages go with the last unmap, so each map faults them in again, from the page cache, as without sharing"),
                 "vmloop fault not run",
             ));
         }

@@ -438,3 +438,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_shared_region_window_loses_its_pages_when_its_last_mapping_goes() {
+    // A file's two pages in the shared region (chapman03 §3.3): the parent maps and touches
+    // them and forks; its unmap leaves them to the child, which touches them without a fault;
+    // the child's unmap is the last mapping, so its pages go (2 pages unmapped), and a new map of
+    // the file faults again, finding the page in the page cache (a minor fault).
+    let a = 0x7f00_0000_0000u64;
+    let page = 16384u64;
+    let flags = map_flags::READ | map_flags::SHARED | map_flags::FILE;
+    let t = vec![
+        Record::Process { asid: 0 },
+        Record::Object { id: 7, offset: 0 },
+        Record::Map { start: a, len: 2 * page, flags },
+        load(a),
+        load(a + page),
+        Record::Fork { child: 1 },
+        Record::Unmap { start: a, len: 2 * page },
+        Record::ContextSwitch { asid: 1 },
+        load(a),
+        load(a + page),
+        Record::Unmap { start: a, len: 2 * page },
+        Record::Object { id: 7, offset: 0 },
+        Record::Map { start: a, len: 2 * page, flags },
+        load(a),
+    ];
+    let run = |shared: &str| {
+        let mut s = design(&itanium(64, "kind = \"vhpt-long\"\nvhpt_entries = 4096\n", shared));
+        s.process(&t).unwrap();
+        s.check_translations().unwrap();
+        s.stats()
+    };
+    let st = run("shared_region = true");
+    assert_eq!(st.events.pages_unmapped, 2, "only the child's unmap, the last mapping, unmaps");
+    assert_eq!(st.page_faults, 3, "2 first touches and the touch after the new map");
+    assert_eq!((st.kernel.major_faults, st.kernel.minor_faults), (2, 1));
+    assert_eq!((st.os.page_cache.frames, st.os.page_cache.hits), (2, 1));
+    // Without the shared region each process's pages are its own: the child inherits the
+    // parent's 2 at the fork, the parent's unmap unmaps its 2 and the child's its 2; then 1
+    // more fault.
+    let private = run("");
+    assert_eq!(private.events.pages_unmapped, 4);
+    assert_eq!(private.page_faults, 3);
+}
