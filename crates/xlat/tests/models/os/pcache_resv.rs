@@ -135,6 +135,10 @@ fn a_misaligned_mapping_shares_the_frames_but_maps_base_pages() {
             assert_eq!(mapped_size(&s, 2, base(2) + (p + 1) * PAGE), PageSize::SIZE_4K, "{extra:?}: page {p}");
         }
         assert_eq!(mapped_size(&s, 1, base(1)), sp64k(), "{extra:?}");
+        // Process 2's two blocks refer to no reservation (the object's does not align with them).
+        for at in [base(2) + PAGE, base(2) + BLOCK * PAGE] {
+            assert_eq!(s.os().reservation(Asid(2), Vpn(at / PAGE)), None, "{extra:?}: {at:#x}");
+        }
         assert_eq!(st.os.resident_pages, 32, "{extra:?}");
         assert_eq!(st.os.placed_pages, 16, "{extra:?}: process 1's pages only");
         match extra {
@@ -311,4 +315,18 @@ fn unmapping_everything_gives_back_every_reservation_but_the_caches() {
     // Only the object's reservation is left, held by the cache with its 16 frames.
     assert_eq!((st.os.resident_pages, st.os.placed_pages, st.os.superpages), (0, 0, 0));
     assert_eq!((st.os.live_reservations, st.os.frames_in_use, st.os.page_cache.frames), (1, 16, 16));
+}
+
+#[test]
+fn an_object_extent_whose_reservation_fails_shares_single_frames() {
+    // Every reservation fails: the object's extent is tried once (one failure, remembered), its
+    // pages take single frames, which both mappings share, and no block is placed.
+    let (s, st) = run(&design("reservation_failure = 1.0\n"), &two_mappings(READ | FILE, [0, 0]));
+    assert_eq!((st.os.reservations, st.os.reservation_failures, st.os.live_reservations), (0, 1, 0));
+    assert_eq!((st.os.page_cache.frames, st.os.page_cache.hits, st.os.frames_in_use), (16, 16, 16));
+    assert_eq!((st.os.placed_pages, st.os.superpages, st.os.promotions), (0, 0, 0));
+    for p in 0..BLOCK {
+        assert_eq!(frame(&s, 2, base(2) + p * PAGE), frame(&s, 1, base(1) + p * PAGE), "page {p}");
+        assert_eq!(mapped_size(&s, 2, base(2) + p * PAGE), PageSize::SIZE_4K, "page {p}");
+    }
 }
