@@ -83,10 +83,10 @@ impl Machine {
                 .expect("validated: shadow");
             os.set_shadow(shadow);
         }
-        // The page cache shares frames (under shadow superpages, outside their regions, and
-        // under Mach 3.0, whose memory objects every task mapping them shares); reserved blocks
-        // place each process's pages themselves.
-        if config.os.page_cache && !config.os.reservation {
+        // The page cache shares frames (under shadow superpages, outside their regions, under
+        // Mach 3.0, whose memory objects every task mapping them shares, and under reservations,
+        // which then belong to memory objects: os/mod.rs).
+        if config.os.page_cache {
             os.set_page_cache();
         }
         let layout =

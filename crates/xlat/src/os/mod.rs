@@ -416,13 +416,19 @@ struct Block {
     kind: Kind,
 }
 
-/// A reservation: an aligned block of frames shared by the page blocks that refer to it.
+/// A reservation: an aligned block of frames shared by the page blocks that refer to it. A
+/// process's reservation (anonymous memory) is given back when no page block refers to it and
+/// no page holds a frame of it; an object's (the page cache's, for one extent of an object) is
+/// held by the cache for the whole run.
 #[derive(Clone, Copy, Debug)]
 struct Resv {
-    /// Page blocks referring to it (more than one after fork).
+    /// Page blocks referring to it (more than one after fork), and the page cache for an
+    /// object's.
     refs: u32,
     /// Frames of the block held by some page (bit i = frame `base + i`).
     used: u64,
+    /// An object's reservation: its frames hold the object's pages only.
+    object: bool,
 }
 
 /// Resident pages and frame ownership of one simulated system.
@@ -449,8 +455,7 @@ pub struct Os {
     scratch_sd: Vec<(Asid, Vpn, Vpn)>,
     /// Shadow superpages (swanson98), when `os.shadow_superpages` is not `none`.
     shadow: Option<Box<shadow::Shadow>>,
-    /// The page cache, when `os.page_cache` is on (not with reservations, shadow superpages or
-    /// the Mach personality: see [`Os::set_page_cache`]).
+    /// The page cache, when `os.page_cache` is on (see [`Os::set_page_cache`]).
     pcache: Option<Box<pcache::PageCache>>,
     /// Frames holding a write-protected page (copy on write).
     cow: pcache::CowFrames,
@@ -513,13 +518,14 @@ impl Os {
         &self.paging
     }
 
-    /// Turns on the page cache and copy on write (`os.page_cache`). Designs with reservations
-    /// keep each process's pages in its own reserved blocks, so they take no page cache (and
-    /// forks share frames as without it); the engine does not call this for them. Under shadow
-    /// superpages, the pages of a shadow region are the region's (placed by it, never faulted
-    /// from the cache) and are not write-protected: a fork shares them as without the cache.
+    /// Turns on the page cache and copy on write (`os.page_cache`). Under `os.reservation`,
+    /// reservations belong to memory objects (Navarro et al., OSDI 2002, §4): a file page is
+    /// read into the object's reservation for its aligned extent, so every mapping of it shares
+    /// one properly placed frame, and a process's anonymous memory and copies on write go to
+    /// its own reserved blocks. Under shadow superpages, the pages of a shadow region are the
+    /// region's (placed by it, never faulted from the cache) and are not write-protected: a
+    /// fork shares them as without the cache.
     pub fn set_page_cache(&mut self) {
-        debug_assert!(!self.paging.reservation);
         self.pcache = Some(Box::new(pcache::PageCache::new(self.paging.page_size.bytes())));
     }
 
@@ -575,28 +581,66 @@ impl Os {
     /// range (read in on a miss), counted as one more holder of the frame; `None` for anonymous
     /// memory.
     fn cache_frame(&mut self, asid: Asid, vpn: Vpn) -> Result<Option<u64>, OutOfMemory> {
+        match self.file_page(asid, vpn) {
+            Some((key, cow)) => self.cache_page(key, cow).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The page-cache key of page `vpn` of `asid` and whether its mapping copies on write, if
+    /// the page lies in a file-backed range.
+    fn file_page(&self, asid: Asid, vpn: Vpn) -> Option<((u32, u64), bool)> {
+        let pc = self.pcache.as_deref()?;
+        let (first, r) = pc.range_of(asid.0, vpn)?;
+        Some((pc.key(first, &r, vpn), r.cow))
+    }
+
+    /// The frame of object page `key` for a page that faults on it (read in on a miss),
+    /// counted as one more holder of the frame and write-protected if `cow`. Under
+    /// `os.reservation` a page read in goes to its properly placed frame of the object's
+    /// reservation for its extent (reserved by the extent's first miss).
+    fn cache_page(&mut self, key: (u32, u64), cow: bool) -> Result<u64, OutOfMemory> {
         let pc = self.pcache.as_deref_mut().expect("page cache");
-        let Some((first, r)) = pc.range_of(asid.0, vpn) else {
-            return Ok(None);
-        };
-        let key = pc.key(first, &r, vpn);
         let pfn = match pc.frame(key) {
             Some(f) => {
                 pc.stats.hits += 1;
                 f
             }
             None => {
-                let f = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
-                pc.insert(key, f);
+                let placed = match self.paging.reservation {
+                    true => {
+                        let bp = self.paging.block_pages;
+                        let extent = (key.0, key.1 / bp);
+                        let base = match self.pcache.as_deref().expect("page cache").extent(extent) {
+                            Some(b) => b,
+                            None => {
+                                let b = self.try_reserve(true);
+                                self.pcache.as_deref_mut().expect("page cache").set_extent(extent, b);
+                                b
+                            }
+                        };
+                        base.map(|b| {
+                            let j = key.1 % bp;
+                            self.resv.get_mut(&b).expect("object reservation").used |= 1u64 << j;
+                            b + j
+                        })
+                    }
+                    false => None,
+                };
+                let f = match placed {
+                    Some(f) => f,
+                    None => self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?,
+                };
+                self.pcache.as_deref_mut().expect("page cache").insert(key, f);
                 f
             }
         };
         // The cache holds the frame besides the page.
         *self.shared.entry(pfn).or_insert(1) += 1;
-        if r.cow {
+        if cow {
             self.cow.set(pfn);
         }
-        Ok(Some(pfn))
+        Ok(pfn)
     }
 
     /// A store to resident page `vpn` of `asid`, whose frame [`Os::is_cow_frame`] marked: if
@@ -623,13 +667,85 @@ impl Os {
         {
             return Ok(None);
         }
+        if self.paging.reservation {
+            return self.copy_into_reservation(asid, vpn, pfn, ops, shootdown).map(|f| Some(Pfn(f)));
+        }
         let new = self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?;
-        self.release(pfn, None);
+        self.release(pfn);
         self.resident.insert((asid.0, vpn.0), new);
         self.stats.cow_copies += 1;
         ops.push(PtOp::Map(asid, vpn, Pte::base(Pfn(new), self.paging.page_size)));
         shootdown.push((asid, vpn, vpn));
         Ok(Some(Pfn(new)))
+    }
+
+    /// A copy on write of page `vpn` of `asid` (on frame `old`) under `os.reservation`: the
+    /// copy goes to its properly placed frame of the block's own reservation if the block has
+    /// one that no other block refers to and that frame is free; otherwise the block moves to
+    /// a new reservation of its own (the block's other pages then sit outside it, so it is
+    /// mapped by base PTEs until they are copied too), or if that fails the copy takes a single
+    /// frame. The block's mapping follows its new state (a superpage is demoted). Returns the
+    /// copy's frame.
+    fn copy_into_reservation(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        old: u64,
+        ops: &mut Vec<PtOp>,
+        shootdown: &mut Vec<(Asid, Vpn, Vpn)>,
+    ) -> Result<u64, OutOfMemory> {
+        let bp = self.paging.block_pages;
+        let (vb, i) = (vpn.0 / bp, vpn.0 % bp);
+        let bit = 1u64 << i;
+        let mut b = self.blocks[&(asid.0, vb)];
+        let (old_kind, old_res) = (b.kind, b.resident);
+        let own = b.resv.filter(|base| {
+            let r = &self.resv[base];
+            !r.object && r.refs == 1 && r.used & bit == 0
+        });
+        let own = match own {
+            Some(base) => Some(base),
+            None => match self.try_reserve(false) {
+                Some(new) => {
+                    if let Some(prev) = b.resv.replace(new) {
+                        self.drop_reservation(prev);
+                    }
+                    self.stats.placed_pages -= b.placed.count_ones() as u64;
+                    b.placed = 0;
+                    Some(new)
+                }
+                None => None,
+            },
+        };
+        let new = match own {
+            Some(base) => {
+                self.resv.get_mut(&base).expect("live reservation").used |= bit;
+                base + i
+            }
+            None => self.frames.alloc().ok_or(OutOfMemory { frames: self.frames.total() })?,
+        };
+        self.release(old);
+        self.resident.insert((asid.0, vpn.0), new);
+        self.stats.cow_copies += 1;
+        if b.placed & bit != 0 {
+            self.stats.placed_pages -= 1;
+            b.placed &= !bit;
+        }
+        if own.is_some() {
+            b.placed |= bit;
+            self.stats.placed_pages += 1;
+        }
+        let reshaped = self.remap(asid, vb, old_kind, old_res, &mut b, ops);
+        if old_kind == Kind::Base && b.kind == Kind::Base {
+            // The page stays a base page, on its new frame.
+            ops.push(PtOp::Map(asid, vpn, self.base_pte(asid, vpn.0)));
+        }
+        match reshaped {
+            true => shootdown.push((asid, Vpn(vb * bp), Vpn(vb * bp + (bp - 1)))),
+            false => shootdown.push((asid, vpn, vpn)),
+        }
+        self.blocks.insert((asid.0, vb), b);
+        Ok(new)
     }
 
     /// A page fault on base page `vpn` of `asid`: allocates its frame (and maybe a reservation,
@@ -668,19 +784,47 @@ impl Os {
         let bp = self.paging.block_pages;
         let (vb, i) = (vpn.0 / bp, vpn.0 % bp);
         let first = vb * bp;
+        let file = if self.pcache.is_some() { self.file_page(asid, vpn) } else { None };
         let mut b = match self.blocks.get(&(asid.0, vb)) {
             Some(&b) => b,
-            None => Block { resv: self.try_reserve(), resident: 0, placed: 0, kind: Kind::None },
+            None => {
+                let resv = match file {
+                    // A file page: the block refers to the object's reservation for the page's
+                    // extent when the virtual block and the extent align.
+                    Some((key, _)) => {
+                        let r = self.object_reservation(key).filter(|_| key.1 % bp == i);
+                        if let Some(base) = r {
+                            self.resv.get_mut(&base).expect("live reservation").refs += 1;
+                        }
+                        r
+                    }
+                    // Anonymous memory: a reservation of the block's own.
+                    None => self.try_reserve(false),
+                };
+                Block { resv, resident: 0, placed: 0, kind: Kind::None }
+            }
         };
         let (old_kind, old_res) = (b.kind, b.resident);
         let bit = 1u64 << i;
-        let used = b.resv.map(|base| self.resv[&base].used);
-        let pfn = match (b.resv, used) {
-            // Static page-size assignment: bring in the whole block when it can be a superpage.
+        if let Some((key, cow)) = file {
+            let pfn = self.fault_file_page(asid, vpn, &mut b, key, cow)?;
+            if self.remap(asid, vb, old_kind, old_res, &mut b, ops) {
+                shootdown.push((asid, Vpn(first), Vpn(first + (bp - 1))));
+            }
+            self.blocks.insert((asid.0, vb), b);
+            return Ok(Pfn(pfn));
+        }
+        // Anonymous memory: the block's own reservation (never an object's).
+        let own = b.resv.filter(|base| !self.resv[base].object);
+        let used = own.map(|base| self.resv[&base].used);
+        let pfn = match (own, used) {
+            // Static page-size assignment: bring in the whole block when it can be a superpage
+            // (and no page of it is a file's).
             (Some(base), Some(used))
                 if self.paging.superpages == Superpages::Static
                     && b.placed == b.resident
-                    && used & self.full & !b.resident == 0 =>
+                    && used & self.full & !b.resident == 0
+                    && !self.pcache.as_deref().is_some_and(|pc| pc.touches(asid.0, first, first + (bp - 1))) =>
             {
                 let missing = self.full & !b.resident;
                 for j in bits(missing) {
@@ -713,6 +857,64 @@ impl Os {
         }
         self.blocks.insert((asid.0, vb), b);
         Ok(Pfn(pfn))
+    }
+
+    /// The object's reservation for the extent holding object page `key` (made by the extent's
+    /// first page read in: it may be made here, for a page about to be read in), or `None` if it
+    /// failed.
+    fn object_reservation(&mut self, key: (u32, u64)) -> Option<u64> {
+        let extent = (key.0, key.1 / self.paging.block_pages);
+        if let Some(b) = self.pcache.as_deref().expect("page cache").extent(extent) {
+            return b;
+        }
+        let b = self.try_reserve(true);
+        self.pcache.as_deref_mut().expect("page cache").set_extent(extent, b);
+        b
+    }
+
+    /// A fault on file page `vpn` of `asid` (object page `key`) in block `b` under
+    /// `os.reservation`: the page takes the cache's frame, properly placed in `b` if the frame
+    /// is the block's reservation's frame for it. With static page-size assignment, a block
+    /// placed in the object's reservation that one file range covers brings in its every page.
+    fn fault_file_page(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        b: &mut Block,
+        key: (u32, u64),
+        cow: bool,
+    ) -> Result<u64, OutOfMemory> {
+        let bp = self.paging.block_pages;
+        let (first, i) = (vpn.0 - vpn.0 % bp, vpn.0 % bp);
+        let mut pages = 1u64 << i;
+        if self.paging.superpages == Superpages::Static
+            && b.placed == b.resident
+            && key.1 % bp == i
+            && b.resv.is_some()
+            && self.pcache.as_deref().expect("page cache").extent((key.0, key.1 / bp)) == Some(b.resv)
+        {
+            let pc = self.pcache.as_deref().expect("page cache");
+            if let Some((f, r)) = pc.range_of(asid.0, Vpn(first)) {
+                if r.last >= first + (bp - 1) && pc.key(f, &r, Vpn(first)) == (key.0, key.1 - i) {
+                    pages = self.full & !b.resident;
+                }
+            }
+        }
+        let mut pfn = 0;
+        for j in bits(pages) {
+            // Pages other than `vpn`'s are read only in the aligned case above.
+            let f = self.cache_page(if j == i { key } else { (key.0, key.1 - i + j) }, cow)?;
+            self.resident.insert((asid.0, first + j), f);
+            b.resident |= 1u64 << j;
+            if f >= j && b.resv == Some(f - j) {
+                b.placed |= 1u64 << j;
+                self.stats.placed_pages += 1;
+            }
+            if j == i {
+                pfn = f;
+            }
+        }
+        Ok(pfn)
     }
 
     /// Unmaps the resident pages of `asid` in `[first, last]`: `Unmap` ops for the mappings
@@ -780,7 +982,7 @@ impl Os {
             };
             if !self.paging.reservation {
                 self.resident.remove(&(asid.0, v));
-                self.release(pfn, None);
+                self.release(pfn);
                 ops.push(PtOp::Unmap(asid, Vpn(v)));
                 removed += 1;
                 match v.checked_add(1) {
@@ -797,7 +999,7 @@ impl Os {
             let gone = b.resident & bit_range(first.0.max(bfirst) - bfirst, last.0.min(blast) - bfirst);
             for j in bits(gone) {
                 let pfn = self.resident.remove(&(asid.0, bfirst + j)).expect("resident page of the block");
-                self.release(pfn, b.resv);
+                self.release(pfn);
             }
             removed += gone.count_ones() as u64;
             self.stats.placed_pages -= (b.placed & gone).count_ones() as u64;
@@ -865,9 +1067,18 @@ impl Os {
         while let Some((&(_, vb), &b)) = self.blocks.range((parent.0, cursor)..=(parent.0, u64::MAX)).next() {
             if !self.blocks.contains_key(&(child.0, vb)) {
                 for j in bits(b.resident) {
-                    let pfn = self.resident[&(parent.0, vb * bp + j)];
-                    self.resident.insert((child.0, vb * bp + j), pfn);
+                    let v = vb * bp + j;
+                    let pfn = self.resident[&(parent.0, v)];
+                    self.resident.insert((child.0, v), pfn);
                     *self.shared.entry(pfn).or_insert(1) += 1;
+                    // Both copies of a private page are write-protected now.
+                    if self
+                        .pcache
+                        .as_deref()
+                        .is_some_and(|pc| pc.range_of(parent.0, Vpn(v)).map_or(true, |(_, r)| r.cow))
+                    {
+                        self.cow.set(pfn);
+                    }
                 }
                 if let Some(base) = b.resv {
                     self.resv.get_mut(&base).expect("live reservation").refs += 1;
@@ -975,8 +1186,11 @@ impl Os {
         self.frames.in_use()
     }
 
-    /// A new reservation for a block faulted in for the first time, or `None` when it fails.
-    fn try_reserve(&mut self) -> Option<u64> {
+    /// A new reservation for a block faulted in for the first time (or, if `object`, for an
+    /// object's extent whose first page the cache reads in), or `None` when it fails. It starts
+    /// with one reference: the block's, or the cache's. A process's block that refers to an
+    /// object's reservation adds one.
+    fn try_reserve(&mut self, object: bool) -> Option<u64> {
         let p = self.paging.reservation_failure;
         let fails = p > 0.0 && {
             let mut x = self.rng;
@@ -989,7 +1203,7 @@ impl Os {
         };
         match if fails { None } else { self.frames.alloc_block(self.paging.block_pages) } {
             Some(base) => {
-                self.resv.insert(base, Resv { refs: 1, used: 0 });
+                self.resv.insert(base, Resv { refs: 1, used: 0, object });
                 self.stats.reservations += 1;
                 Some(base)
             }
@@ -1000,8 +1214,10 @@ impl Os {
         }
     }
 
-    /// One page stops holding `pfn` (its block's reservation is `resv`).
-    fn release(&mut self, pfn: u64, resv: Option<u64>) {
+    /// One page stops holding `pfn`: the frame goes back to its reservation (reservations are
+    /// aligned, so the one holding a frame starts at the frame rounded down to a block), or to
+    /// the allocator, when no one else holds it.
+    fn release(&mut self, pfn: u64) {
         match self.shared.get_mut(&pfn) {
             Some(n) if *n > 2 => *n -= 1,
             Some(_) => {
@@ -1009,21 +1225,33 @@ impl Os {
                 // One holder left: it writes the frame in place.
                 self.cow.clear(pfn);
             }
-            None => match resv {
-                Some(base) if (base..base + self.paging.block_pages).contains(&pfn) => {
-                    self.resv.get_mut(&base).expect("live reservation").used &= !(1u64 << (pfn - base));
+            None => {
+                let base = pfn & !(self.paging.block_pages - 1);
+                match self.resv.get_mut(&base) {
+                    Some(r) if self.paging.reservation => {
+                        r.used &= !(1u64 << (pfn - base));
+                        self.free_if_unused(base);
+                    }
+                    _ => self.frames.free(pfn),
                 }
-                _ => self.frames.free(pfn),
-            },
+            }
         }
     }
 
-    /// A page block referring to reservation `base` has no resident page left.
+    /// A page block referring to reservation `base` has no resident page left, or was moved to
+    /// another reservation (a copy on write).
     fn drop_reservation(&mut self, base: u64) {
-        let r = self.resv.get_mut(&base).expect("live reservation");
-        r.refs -= 1;
-        if r.refs == 0 {
-            debug_assert_eq!(r.used, 0, "no page holds a frame of a reservation no block refers to");
+        self.resv.get_mut(&base).expect("live reservation").refs -= 1;
+        self.free_if_unused(base);
+    }
+
+    /// Gives reservation `base` back when no block refers to it and no page holds a frame of
+    /// it (a block moved to a reservation of its own by a copy on write may leave pages on the
+    /// old one's frames).
+    fn free_if_unused(&mut self, base: u64) {
+        let r = self.resv[&base];
+        if r.refs == 0 && r.used == 0 {
+            debug_assert!(!r.object, "the cache holds its reservations");
             self.resv.remove(&base);
             self.frames.free_block(base, self.paging.block_pages);
         }

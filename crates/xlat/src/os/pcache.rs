@@ -8,7 +8,10 @@
 //! page reads it in (a miss, which allocates the frame), later ones find it (a hit). The cache
 //! keeps its frames for the whole run, also when no mapping is left (a real page cache keeps
 //! them until memory runs short; no memory pressure is modelled), so a frame of the cache is
-//! never freed.
+//! never freed. Under `os.reservation` the cache also holds, per object and aligned extent of
+//! `os.block_pages` object pages, the object's reservation that its pages are read into (each in
+//! its properly placed frame), so every mapping that aligns with the extent can map it as a
+//! superpage (the OS's part: `Os::cache_page`, `Os::fault_file_page` in os/mod.rs).
 //!
 //! Copy on write: a resident page of a private writable mapping (a private writable file
 //! mapping's page still on the cache's frame, or any private page a fork left on a frame the
@@ -59,6 +62,10 @@ pub(crate) struct PageCache {
     pub(crate) cow_ranges: u64,
     /// (object, page of the object) -> frame.
     frames: HashMap<(u32, u64), u64>,
+    /// Under `os.reservation`: (object, extent) -> first frame of the object's reservation for
+    /// the aligned extent of `os.block_pages` object pages (`None`: its reservation failed, and
+    /// the extent's pages take single frames).
+    extents: HashMap<(u32, u64), Option<u64>>,
     /// Faults that read a page in (equal to the frames held: they are never given back).
     pub(crate) misses: u64,
     pub(crate) stats: PageCacheStats,
@@ -140,6 +147,22 @@ impl PageCache {
     pub(crate) fn key(&self, first: u64, r: &FileRange, vpn: Vpn) -> (u32, u64) {
         let byte = r.offset.saturating_add((vpn.0 - first).saturating_mul(self.page_bytes));
         (r.object, byte / self.page_bytes)
+    }
+
+    /// True if some file-backed range of `space` holds a page of `[first, last]`.
+    pub(crate) fn touches(&self, space: u32, first: u64, last: u64) -> bool {
+        self.range_of(space, Vpn(first)).is_some() || self.ranges.range((space, first)..=(space, last)).next().is_some()
+    }
+
+    /// The reservation of object extent `extent` ((object, object page / block pages)): `None`
+    /// if never asked for, `Some(None)` if it failed.
+    pub(crate) fn extent(&self, extent: (u32, u64)) -> Option<Option<u64>> {
+        self.extents.get(&extent).copied()
+    }
+
+    /// Records the reservation (or its failure) of object extent `extent`.
+    pub(crate) fn set_extent(&mut self, extent: (u32, u64), base: Option<u64>) {
+        self.extents.insert(extent, base);
     }
 
     /// The frame of object page `key`, if cached.

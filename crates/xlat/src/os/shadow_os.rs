@@ -296,7 +296,7 @@ impl Os {
                             match old {
                                 Some(f) => {
                                     sh.ops.push(MemOp::Discard { asid: asid.0, va, pa: f << shift });
-                                    self.release(f, None);
+                                    self.release(f);
                                     copied += 1;
                                 }
                                 None => sh.stats.pages_allocated += 1,
