@@ -124,6 +124,13 @@ impl System {
         self.plain
     }
 
+    /// True if this design keeps the plain loop while its OS watches writes (a page cache and
+    /// one fully associative LRU TLB at level 1: `engine/plain.rs`).
+    #[doc(hidden)]
+    pub fn plain_loop_watches_writes(&self) -> bool {
+        self.plain_watch
+    }
+
     /// Makes this design take the general loop even if it is plain (tests compare the two).
     #[doc(hidden)]
     pub fn use_general_loop(&mut self) {

@@ -10,58 +10,70 @@ use xlat::stats::SystemStats;
 use xlat::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
 
 const PAGE: u64 = 4096;
+/// Pages 0..=5 of process 1, written before the fork.
 const A: u64 = 0x5000_0000;
+/// Pages G0..=G63 of process 1, read before the fork (to evict entries with).
+const G: u64 = 0x6000_0000;
+
+fn load(addr: u64) -> Record {
+    Record::Access { kind: Kind::Load, size: 8, addr }
+}
+
+fn store(addr: u64) -> Record {
+    Record::Access { kind: Kind::Store, size: 8, addr }
+}
 
 fn p(k: u64) -> u64 {
     A + k * PAGE + 24
 }
 
-fn load(k: u64) -> Record {
-    Record::Access { kind: Kind::Load, size: 8, addr: p(k) }
+fn g(k: u64) -> u64 {
+    G + k * PAGE + 8
 }
 
-fn store(k: u64) -> Record {
-    Record::Access { kind: Kind::Store, size: 8, addr: p(k) }
-}
-
-/// A 4-entry fully associative LRU TLB over a radix table, the page cache on (the default).
+/// A 32-entry fully associative LRU TLB over a radix table, the page cache on (the default).
 fn design() -> Config {
-    let text = "name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = 4\npolicy = \"lru\"\n[page_table]\nkind = \"radix\"\n";
+    let text = "name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = 32\npolicy = \"lru\"\n[page_table]\nkind = \"radix\"\n";
     Config::from_toml(text, "test").unwrap()
 }
 
-/// Process 1 writes its pages 0..=5 (anonymous), forks 7 (the six frames now write-protected,
-/// the parent's TLB entries kept), then, TLB contents from least to most recently used:
+/// Process 1 reads G0..=G63 and writes 0..=5 (70 misses and faults; the TLB then holds, least
+/// recently used first, G38..=G63 and 0..=5), and forks 7: the 70 frames are write-protected
+/// and the parent's entries stay. Then (lookups, misses = walks, copies):
 ///
-/// | step | references | TLB after | lookups, misses (= walks), copies |
-/// |---|---|---|---|
-/// | 0 | store 0..=5 | 2 3 4 5 | 6, 6, 0 (6 faults) |
-/// | 1 | load 5 (hit, protected) | 2 3 4 5 | 1, 0, 0 |
-/// | 2 | store 5 (hit: copy, the entry shot down, the store's lookup again) | 2 3 4 5 | 2, 1, 1 |
-/// | 3 | store 5 (its own frame now) | 2 3 4 5 | 1, 0, 0 |
-/// | 4 | load 4, load 4 | 2 3 5 4 | 2, 0, 0 |
-/// | 5 | store 4 (hit after two loads of it) | 2 3 5 4 | 2, 1, 1 |
-/// | 6 | store 2 (hit, least recent) | 3 5 4 2 | 2, 1, 1 |
-/// | 7 | load 0, 1, 3, 5, 4 (each a miss) | 1 3 5 4 | 5, 5, 0 |
-/// | 8 | store 0 (a miss whose walk the memo has: the table is unchanged since step 6) | 3 5 4 0 | 2, 2, 1 |
-/// | 9 | load 1, 3, 5, 2, 4 (each a miss) | 3 5 2 4 ... then 5 2 4 1 is step 10 | 5, 5, 0 |
-/// | 10 | load 1 (a miss the memo answers: walked in step 9), store 1 (a hit on that fill) | 5 2 4 1 | 3, 2, 1 |
+/// 1. load 5 (a hit on a protected page): 1, 0, 0;
+/// 2. store 5 (a hit: the copy shoots the entry down and the store looks the page up again,
+///    a miss): 2, 1, 1;
+/// 3. store 5 (its own frame now): 1, 0, 0;
+/// 4. load 4 twice, then store 4 (two hits on a protected page, then its copy): 4, 1, 1;
+/// 5. store 2: 2, 1, 1. The TLB: G38..=G63, 0, 1, 3, 5, 4, 2;
+/// 6. load G0..=G26 (27 misses: they evict G38..=G63 and 0), then 0 (a miss, walked after the
+///    table's last change, so that the walk memo has it; it evicts 1), G27..=G37 (evicting 3, 5,
+///    4, 2, G0..=G6), G38..=G58 (evicting G7..=G26 and 0): 60, 60, 0;
+/// 7. store 0: a miss whose walk the memo answers, to a protected frame: the miss (evicting
+///    G27), the copy, the miss again: 2, 2, 1;
+/// 8. load 1 (a miss, memoised; it evicts G28), then G59..=G63 and G0..=G26 (32 misses, the last
+///    evicting 1): 33, 33, 0;
+/// 9. load 1 (a miss the memo answers: a fill of a protected page, evicting G59), store 1 (a
+///    hit on that entry: its copy): 3, 2, 1.
 ///
-/// Step 9 in detail: 1 evicts 3 (5 4 0 1), 3 evicts 5 (4 0 1 3), 5 evicts 4 (0 1 3 5), 2 evicts
-/// 0 (1 3 5 2), 4 evicts 1 (3 5 2 4); step 10's load of 1 evicts 3. Step 7: 0 evicts 3 (5 4 2
-/// 0), 1 evicts 5, 3 evicts 4, 5 evicts 2, 4 evicts 0 (1 3 5 4); step 8's miss on 0 evicts 1.
-/// Each copy shoots down one entry. Totals: lookups 6 + 25 = 31, misses and walks 6 + 17 = 23,
-/// copies 5, invalidations 5, page faults 6 (the child finds the parent's pages mapped), frames
-/// 6 + 5 = 11.
+/// Totals: lookups 70 + 108 = 178, misses and walks 70 + 100 = 170, 5 copies (each shooting
+/// down one entry), 70 faults (the child finds the parent's pages mapped), frames 70 + 5 = 75;
+/// the TLB ends with G60..=G63, G0..=G26 and 1.
 fn trace() -> Vec<Record> {
     let mut t = vec![Record::Process { asid: 1 }];
-    t.extend((0..=5).map(store));
+    t.extend((0..64).map(|k| load(g(k))));
+    t.extend((0..=5).map(|k| store(p(k))));
     t.push(Record::Fork { child: 7 });
-    t.extend([load(5), store(5), store(5), load(4), load(4), store(4), store(2)]);
-    t.extend([0, 1, 3, 5, 4].map(load));
-    t.push(store(0));
-    t.extend([1, 3, 5, 2, 4].map(load));
-    t.extend([load(1), store(1)]);
+    t.extend([load(p(5)), store(p(5)), store(p(5))]);
+    t.extend([load(p(4)), load(p(4)), store(p(4)), store(p(2))]);
+    t.extend((0..=26).map(|k| load(g(k))));
+    t.push(load(p(0)));
+    t.extend((27..=58).map(|k| load(g(k))));
+    t.push(store(p(0)));
+    t.push(load(p(1)));
+    t.extend((59..=63).chain(0..=26).map(|k| load(g(k))));
+    t.extend([load(p(1)), store(p(1))]);
     t
 }
 
@@ -69,16 +81,16 @@ fn check(what: &str, s: &System) {
     let st: SystemStats = s.stats();
     assert!(s.failure().is_none(), "{what}");
     assert_eq!(st.os.cow_copies, 5, "{what}: copies");
-    assert_eq!(st.lookups, 31, "{what}: lookups");
-    assert_eq!(st.tlb[0].misses, 23, "{what}: misses");
-    assert_eq!(st.walks.count, 23, "{what}: walks");
+    assert_eq!(st.lookups, 178, "{what}: lookups");
+    assert_eq!(st.tlb[0].misses, 170, "{what}: misses");
+    assert_eq!(st.walks.count, 170, "{what}: walks");
     assert_eq!(st.tlb[0].invalidations, 5, "{what}: invalidations");
-    assert_eq!(st.page_faults, 6, "{what}: faults");
-    assert_eq!(st.os.frames_in_use, 11, "{what}: frames");
+    assert_eq!(st.page_faults, 70, "{what}: faults");
+    assert_eq!(st.os.frames_in_use, 75, "{what}: frames");
     // The parent wrote every page but 3 after the fork: those have frames of their own.
-    let frame = |asid: u32, k: u64| s.os().frame(Asid(asid), Vpn(p(k) / PAGE)).expect("resident").0;
+    let frame = |asid: u32, addr: u64| s.os().frame(Asid(asid), Vpn(addr / PAGE)).expect("resident").0;
     for k in 0..=5 {
-        assert_eq!(frame(1, k) == frame(7, k), k == 3, "{what}: page {k}");
+        assert_eq!(frame(1, p(k)) == frame(7, p(k)), k == 3, "{what}: page {k}");
     }
     let mut pages: Vec<u64> = s.structures()[0]
         .tlb
@@ -86,11 +98,13 @@ fn check(what: &str, s: &System) {
         .iter()
         .map(|&(asid, vpn, _)| {
             assert_eq!(asid, 1);
-            vpn.0 - A / PAGE
+            vpn.0
         })
         .collect();
     pages.sort_unstable();
-    assert_eq!(pages, [1, 2, 4, 5], "{what}: the TLB's pages");
+    let mut want: Vec<u64> = (60..64).chain(0..=26).map(|k| g(k) / PAGE).chain([p(1) / PAGE]).collect();
+    want.sort_unstable();
+    assert_eq!(pages, want, "{what}: the TLB's pages");
     s.check_translations().unwrap();
 }
 
@@ -118,7 +132,7 @@ fn plain_runs_stop_at_stores_to_write_protected_pages() {
     for build in [None, Some(true), Some(false)] {
         for chunk in [t.len(), 1, 2, 3, 7] {
             let mut s = System::new(&c).unwrap();
-            assert!(s.is_plain_loop());
+            assert!(s.is_plain_loop() && s.plain_loop_watches_writes());
             if let Some(near) = build {
                 s.fix_fa_lru_build(near);
             }
@@ -139,8 +153,25 @@ fn plain_runs_stop_at_stores_to_write_protected_pages() {
         check(&format!("run, build {build:?}"), &systems[0]);
     }
     // And the general loop, for the same counts.
-    let mut g = System::new(&c).unwrap();
-    g.use_general_loop();
-    g.process(&t).unwrap();
-    check("general loop", &g);
+    let mut general = System::new(&c).unwrap();
+    general.use_general_loop();
+    general.process(&t).unwrap();
+    check("general loop", &general);
+}
+
+#[test]
+fn only_a_fully_associative_lru_level_with_a_page_cache_keeps_the_plain_loop_watching() {
+    let watches = |text: &str| {
+        let s = System::new(&Config::from_toml(text, "test").unwrap()).unwrap();
+        assert!(s.is_plain_loop(), "{text}");
+        s.plain_loop_watches_writes()
+    };
+    let tlb = |entries: u32, extra: &str| format!("name = \"t\"\n[[tlb]]\nname = \"L1\"\nentries = {entries}\n{extra}");
+    assert!(watches(&tlb(32, "")));
+    assert!(!watches(&tlb(32, "[os]\npage_cache = false\n")));
+    // Set associative, or too few ways for the fully associative index: the plain loop leaves
+    // for the general one while the OS watches writes.
+    assert!(!watches(&tlb(32, "ways = 4\n")));
+    assert!(!watches(&tlb(8, "")));
+    assert!(!watches(&tlb(32, "policy = \"fifo\"\n")));
 }
