@@ -76,6 +76,8 @@ pub struct System {
     failure: Option<DesignFailure>,
     /// The design takes the plain loop (`engine/plain.rs`).
     plain: bool,
+    /// It keeps the plain loop while its OS watches writes ([`System::is_plain_watching`]).
+    plain_watch: bool,
 }
 
 impl System {
@@ -92,11 +94,13 @@ impl System {
             crate::os::mach3::Personality::Linux => Personality::Linux,
             crate::os::mach3::Personality::Mach3 => Personality::Mach3(Box::new(mach3::Kernel::new(design))),
         };
-        let mut system = System { design: design.clone(), m, personality, failure: None, plain: false };
+        let mut system =
+            System { design: design.clone(), m, personality, failure: None, plain: false, plain_watch: false };
         if let Personality::Mach3(k) = &system.personality {
             system.m.stats.mach = Some(k.stats());
         }
         system.plain = system.is_plain();
+        system.plain_watch = system.is_plain_watching();
         system.m.walk.rec.keep_addrs = !system.plain;
         system
     }
@@ -104,12 +108,13 @@ impl System {
     /// True if this design takes the batches' page words at pages of `2^shift` bytes (and
     /// only the records whose word is [`crate::trace::SLOW_WORD`]): [`System::process_plain_words`].
     pub(crate) fn reads_words(&self, shift: u32) -> bool {
-        self.plain && self.m.page_size.shift() == shift && !self.m.os.watches_writes()
+        self.plain && self.m.page_size.shift() == shift && (self.plain_watch || !self.m.os.watches_writes())
     }
 
     /// True if this design may need every record of a batch even while it reads page words:
-    /// with a page cache, stores may copy on write, which the plain loop leaves to the general
-    /// one ([`crate::os::Os::watches_writes`]).
+    /// with a page cache, stores may copy on write, which the plain loop tests on the records
+    /// of stores to write-protected pages ([`System::is_plain_watching`]) or leaves to the
+    /// general one ([`crate::os::Os::watches_writes`]).
     pub(crate) fn needs_records(&self) -> bool {
         self.m.os.has_page_cache()
     }
@@ -119,10 +124,18 @@ impl System {
         self.plain
     }
 
+    /// True if this design keeps the plain loop while its OS watches writes (a page cache and
+    /// one fully associative LRU TLB at level 1: `engine/plain.rs`).
+    #[doc(hidden)]
+    pub fn plain_loop_watches_writes(&self) -> bool {
+        self.plain_watch
+    }
+
     /// Makes this design take the general loop even if it is plain (tests compare the two).
     #[doc(hidden)]
     pub fn use_general_loop(&mut self) {
         self.plain = false;
+        self.plain_watch = false;
         self.m.walk.rec.keep_addrs = true;
     }
 
@@ -363,7 +376,7 @@ impl System {
 
     /// Feeds a batch of records; on an error, also says which record (its index in `records`).
     fn process_until(&mut self, records: &[Record]) -> Result<(), (usize, DesignError)> {
-        if self.plain && !self.m.os.watches_writes() {
+        if self.plain && (self.plain_watch || !self.m.os.watches_writes()) {
             return self.process_plain(records);
         }
         self.process_general(records, 0)

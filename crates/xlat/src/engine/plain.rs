@@ -14,7 +14,7 @@ use super::System;
 use crate::addr::{Asid, Vpn};
 use crate::os::shadow::ShadowPolicy;
 use crate::pt::{Kind as PtKind, NoTlb, PageTable};
-use crate::tlb::{FaLruMisses, FilterRun};
+use crate::tlb::{FaLruMisses, FilterRun, Watch, NO_WATCH};
 use crate::trace::{page_word, Record, SLOW_WORD};
 
 /// A batch of a fully associative LRU TLB's loop takes the build with the table of recent pages
@@ -130,11 +130,25 @@ impl System {
         Ok(())
     }
 
+    /// True if this plain design keeps its loop while its OS watches writes
+    /// ([`crate::os::Os::watches_writes`]): it has a page cache and one fully associative LRU
+    /// TLB at level 1 (unified), whose runs test stores ([`Tlb::fa_lru_run`]'s `WATCH`).
+    pub(super) fn is_plain_watching(&self) -> bool {
+        let m = &self.m;
+        let (i, d) = (m.tlbs.ipath.levels[0] as usize, m.tlbs.dpath.levels[0] as usize);
+        self.plain && m.os.has_page_cache() && i == d && m.tlbs.structures[i].tlb.is_fa_lru()
+    }
+
     /// [`System::plain_loop`] of a design whose one level-1 TLB `t` (unified) is fully
     /// associative LRU: while its entries allow it, runs of references go through
     /// [`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run), hits and the misses whose walk the
     /// radix table replays from its memo (a base-page PTE found, no addresses kept), and the
     /// loop here takes the rest one by one.
+    ///
+    /// While the OS watches writes (a design with a page cache: [`System::is_plain_watching`]),
+    /// the runs test stores against the OS's write-protected frames and stop at a store to one;
+    /// the references they stop at, and those the loop takes one by one then, take the general
+    /// step ([`System::access`], which copies on write), so `records` must hold every record.
     #[inline(always)]
     fn plain_loop_fa_lru(
         &mut self,
@@ -150,23 +164,75 @@ impl System {
         let (mut run_refs, mut near_misses, mut deferred) = (0u64, 0u64, 0u64);
         let near = self.m.tlbs.fa_fixed.unwrap_or(self.m.tlbs.fa_near);
         while i < len {
+            let watching = self.m.os.watches_writes();
+            if watching && !self.plain_watch {
+                self.add_lookups(&mut n, &mut n_data);
+                return self.process_general(records, i);
+            }
             let asid = self.m.front.asid;
             let tlb = &mut self.m.tlbs.structures[t].tlb;
-            // Where the run stops is a miss unless it is a slow word (or the end).
+            // Where the run stops is a miss unless it is a slow word (or the end), or a store
+            // to a write-protected page.
             let fast = tlb.fa_lru_lookup();
             if fast {
                 let mut misses = FaLruMisses::default();
-                let mut reads = 0u64;
                 let from = i;
-                // Two builds of one loop, exactly alike in what they do: one that answers the
+                let os = &self.m.os;
+                let watch = Watch {
+                    protected: |pfn| os.is_cow_frame(pfn),
+                    stores: |j: usize| matches!(records[j], Record::Access { kind, .. } if kind.is_store()),
+                };
+                // Four builds of one loop, exactly alike in what they do: one that answers the
                 // lookups of recent pages from a table of its own (fast where most lookups are
-                // of those and misses are rare: real programs), and one without it.
+                // of those and misses are rare: real programs), and one without it; each with
+                // the test of stores or without it.
                 macro_rules! run {
                     ($walk:expr) => {
-                        if near {
-                            tlb.fa_lru_run::<true>(asid, &word, i, len, &mut n, &mut n_data, $walk, &mut misses)
-                        } else {
-                            tlb.fa_lru_run::<false>(asid, &word, i, len, &mut n, &mut n_data, $walk, &mut misses)
+                        match (near, watching) {
+                            (true, false) => tlb.fa_lru_run::<true, false>(
+                                asid,
+                                &word,
+                                i,
+                                len,
+                                &mut n,
+                                &mut n_data,
+                                $walk,
+                                &NO_WATCH,
+                                &mut misses,
+                            ),
+                            (false, false) => tlb.fa_lru_run::<false, false>(
+                                asid,
+                                &word,
+                                i,
+                                len,
+                                &mut n,
+                                &mut n_data,
+                                $walk,
+                                &NO_WATCH,
+                                &mut misses,
+                            ),
+                            (true, true) => tlb.fa_lru_run::<true, true>(
+                                asid,
+                                &word,
+                                i,
+                                len,
+                                &mut n,
+                                &mut n_data,
+                                $walk,
+                                &watch,
+                                &mut misses,
+                            ),
+                            (false, true) => tlb.fa_lru_run::<false, true>(
+                                asid,
+                                &word,
+                                i,
+                                len,
+                                &mut n,
+                                &mut n_data,
+                                $walk,
+                                &watch,
+                                &mut misses,
+                            ),
                         }
                     };
                 }
@@ -175,9 +241,7 @@ impl System {
                         let (limit, size) = (self.m.walk.vpn_limit, self.m.page_size);
                         let mut walk = |vpn: u64| {
                             // `plain_miss` of a memoised walk that finds a base-page PTE.
-                            let (pte, n) = r.memoised(asid, Vpn(vpn)).filter(|(p, _)| p.size == size && vpn < limit)?;
-                            reads += n as u64;
-                            Some(pte)
+                            r.memoised(asid, Vpn(vpn)).filter(|(p, _)| p.size == size && vpn < limit)
                         };
                         run!(&mut walk)
                     }
@@ -187,7 +251,7 @@ impl System {
                 near_misses += misses.near_misses;
                 deferred += misses.deferred;
                 if misses.fills > 0 {
-                    self.count_memoised_misses(t, misses, reads);
+                    self.count_memoised_misses(t, misses);
                 }
                 if i == len {
                     break;
@@ -198,9 +262,16 @@ impl System {
             if w == SLOW_WORD {
                 self.add_lookups(&mut n, &mut n_data);
                 self.plain_record(&records[r], [t, t]).map_err(|e| (r, e))?;
-                if self.m.os.watches_writes() {
-                    return self.process_general(records, i);
-                }
+                continue;
+            }
+            if watching {
+                // A store to a write-protected page, a miss the run left, or any reference
+                // while the runs cannot be taken: the general step.
+                self.add_lookups(&mut n, &mut n_data);
+                let Record::Access { kind, size, addr } = records[r] else {
+                    unreachable!("a page word is an access's")
+                };
+                self.access(kind, size, addr).map_err(|e| (r, e))?;
                 continue;
             }
             n += 1;
@@ -230,15 +301,15 @@ impl System {
     }
 
     /// Counts, as [`System::plain_miss`] does, the `misses` of level-1 structure `t` that
-    /// [`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run) filled from memoised walks, which read
-    /// `reads` entries in all: each is a walk of depth 0 that found a base-page PTE.
+    /// [`Tlb::fa_lru_run`](crate::tlb::Tlb::fa_lru_run) filled from memoised walks (which read
+    /// `misses.reads` entries in all): each is a walk of depth 0 that found a base-page PTE.
     #[inline(never)]
-    fn count_memoised_misses(&mut self, t: usize, misses: FaLruMisses, reads: u64) {
+    fn count_memoised_misses(&mut self, t: usize, misses: FaLruMisses) {
         let s = &mut self.m.stats;
         s.tlb_misses(t, misses.fills);
         s.tlb_fill(t, misses.evictions, 0);
         s.walks(0, misses.fills);
-        self.m.walk.rec.replayed(reads);
+        self.m.walk.rec.replayed(misses.reads);
     }
 
     /// Adds the lookups [`System::plain_loop`] counted (`n`, of which `n_data` of data
@@ -251,12 +322,16 @@ impl System {
     }
 
     /// A record of a plain design that is not a one-page access: an event, or an access
-    /// that spans pages (one lookup per page, ascending, in level-1 structure `tlbs[is_data]`).
+    /// that spans pages (one lookup per page, ascending, in level-1 structure `tlbs[is_data]`;
+    /// the general step while the OS watches writes, as a store may copy on write).
     #[inline(never)]
     fn plain_record(&mut self, r: &Record, tlbs: [usize; 2]) -> Result<(), DesignError> {
         let Record::Access { kind, size, addr } = *r else {
             return self.event(r);
         };
+        if self.m.os.watches_writes() {
+            return self.access(kind, size, addr);
+        }
         let shift = self.m.page_size.shift();
         let is_data = kind.is_data() as usize;
         let (first, last) = (addr >> shift, addr.saturating_add((size as u64).saturating_sub(1)) >> shift);

@@ -103,7 +103,7 @@ pub(crate) mod policy;
 mod tests;
 
 pub use entry::{Format, TlbData, TlbEntry, GLOBAL};
-pub(crate) use fast::FaLruMisses;
+pub(crate) use fast::{FaLruMisses, Watch, NO_WATCH};
 pub(crate) use filter::FilterRun;
 pub use policy::Policy;
 

@@ -4,4 +4,5 @@ mod cores;
 mod events;
 mod itanium;
 mod plain;
+mod plain_cow;
 mod vhpt_short;

@@ -5,11 +5,14 @@
 //! failures and identical TLB contents, whether the plain loop reads the page words of
 //! `engine::run`'s reader thread (with every record, or from an xtr reader that writes only the
 //! records the words send down the general step) or makes them itself (`System::process`), and
-//! whichever build of a fully associative LRU TLB's loop its batches take.
+//! whichever build of a fully associative LRU TLB's loop its batches take. The streams map
+//! objects private and writable and fork, so that under the page cache stores copy on write,
+//! which a fully associative LRU TLB's loop tests itself.
 
 use proptest::prelude::*;
 use xlat::config::Config;
 use xlat::engine::{self, RunOptions, System};
+use xlat::trace::map_flags::{FILE, READ, SHARED, WRITE};
 use xlat::trace::open::Compression;
 use xlat::trace::xtr::{encode_to_vec, XtrReader};
 use xlat::trace::{Kind, ReaderStats, Record, TraceError, TraceReader};
@@ -107,7 +110,11 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (1u32..4).prop_map(|asid| Record::ContextSwitch { asid }),
         1 => (1u32..4).prop_map(|asid| Record::Process { asid }),
         1 => (page.clone(), 1u64..40).prop_map(|(p, n)| Record::Unmap { start: p << 12, len: n << 12 }),
-        1 => (page, 1u64..40).prop_map(|(p, n)| Record::Map { start: p << 12, len: n << 12, flags: 0 }),
+        // Anonymous maps, and maps of objects (after a `Record::Object`) private and writable
+        // (copy on write under the page cache), shared, or read-only.
+        1 => (page, 1u64..40, prop::sample::select(vec![0u32, READ | WRITE | FILE, READ | WRITE | SHARED | FILE, READ | FILE]))
+            .prop_map(|(p, n, flags)| Record::Map { start: p << 12, len: n << 12, flags }),
+        1 => (0u32..3, 0u64..8).prop_map(|(id, p)| Record::Object { id, offset: p << 12 }),
         1 => (4u32..6).prop_map(|child| Record::Fork { child }),
         1 => (1u32..6).prop_map(|asid| Record::Exit { asid }),
     ]
