@@ -187,54 +187,29 @@ impl System {
                 // of those and misses are rare: real programs), and one without it; each with
                 // the test of stores or without it.
                 macro_rules! run {
-                    ($walk:expr) => {
-                        match (near, watching) {
-                            (true, false) => tlb.fa_lru_run::<true, false>(
-                                asid,
-                                &word,
-                                i,
-                                len,
-                                &mut n,
-                                &mut n_data,
-                                $walk,
-                                &NO_WATCH,
-                                &mut misses,
-                            ),
-                            (false, false) => tlb.fa_lru_run::<false, false>(
-                                asid,
-                                &word,
-                                i,
-                                len,
-                                &mut n,
-                                &mut n_data,
-                                $walk,
-                                &NO_WATCH,
-                                &mut misses,
-                            ),
-                            (true, true) => tlb.fa_lru_run::<true, true>(
-                                asid,
-                                &word,
-                                i,
-                                len,
-                                &mut n,
-                                &mut n_data,
-                                $walk,
-                                &watch,
-                                &mut misses,
-                            ),
-                            (false, true) => tlb.fa_lru_run::<false, true>(
-                                asid,
-                                &word,
-                                i,
-                                len,
-                                &mut n,
-                                &mut n_data,
-                                $walk,
-                                &watch,
-                                &mut misses,
-                            ),
+                    ($walk:expr) => {{
+                        macro_rules! build {
+                            ($near:literal, $watching:literal, $w:expr) => {
+                                tlb.fa_lru_run::<$near, $watching>(
+                                    asid,
+                                    &word,
+                                    i,
+                                    len,
+                                    &mut n,
+                                    &mut n_data,
+                                    $walk,
+                                    $w,
+                                    &mut misses,
+                                )
+                            };
                         }
-                    };
+                        match (near, watching) {
+                            (true, false) => build!(true, false, &NO_WATCH),
+                            (false, false) => build!(false, false, &NO_WATCH),
+                            (true, true) => build!(true, true, &watch),
+                            (false, true) => build!(false, true, &watch),
+                        }
+                    }};
                 }
                 i = match &self.m.walk.pt {
                     PageTable::Radix(r) if !self.m.walk.rec.keep_addrs => {

@@ -467,51 +467,26 @@ mod tests {
                     let word = |k: usize| words[k];
                     let watch = Watch { protected, stores: |k: usize| stores[k] };
                     let watching = rnd(2) == 0;
+                    macro_rules! build {
+                        ($near:literal, $watching:literal, $w:expr) => {
+                            fast.fa_lru_run::<$near, $watching>(
+                                asid,
+                                &word,
+                                i,
+                                len,
+                                &mut n,
+                                &mut n_data,
+                                &mut walk,
+                                $w,
+                                &mut m,
+                            )
+                        };
+                    }
                     let j = match (rnd(2) == 0, watching) {
-                        (true, false) => fast.fa_lru_run::<true, false>(
-                            asid,
-                            &word,
-                            i,
-                            len,
-                            &mut n,
-                            &mut n_data,
-                            &mut walk,
-                            &NO_WATCH,
-                            &mut m,
-                        ),
-                        (false, false) => fast.fa_lru_run::<false, false>(
-                            asid,
-                            &word,
-                            i,
-                            len,
-                            &mut n,
-                            &mut n_data,
-                            &mut walk,
-                            &NO_WATCH,
-                            &mut m,
-                        ),
-                        (true, true) => fast.fa_lru_run::<true, true>(
-                            asid,
-                            &word,
-                            i,
-                            len,
-                            &mut n,
-                            &mut n_data,
-                            &mut walk,
-                            &watch,
-                            &mut m,
-                        ),
-                        (false, true) => fast.fa_lru_run::<false, true>(
-                            asid,
-                            &word,
-                            i,
-                            len,
-                            &mut n,
-                            &mut n_data,
-                            &mut walk,
-                            &watch,
-                            &mut m,
-                        ),
+                        (true, false) => build!(true, false, &NO_WATCH),
+                        (false, false) => build!(false, false, &NO_WATCH),
+                        (true, true) => build!(true, true, &watch),
+                        (false, true) => build!(false, true, &watch),
                     };
                     let (mut misses, mut evictions) = (0, 0);
                     let stops = |k: usize| watching && stores[k] && protected(pte(words[k] >> 1).pfn.0);

@@ -8,22 +8,22 @@ use xlat::stats::SystemStats;
 use xlat::trace::map_flags::{FILE, READ, SHARED, WRITE};
 use xlat::trace::{Kind, Record};
 
-const PAGE: u64 = 4096;
+pub(super) const PAGE: u64 = 4096;
 
-fn load(addr: u64) -> Record {
+pub(super) fn load(addr: u64) -> Record {
     Record::Access { kind: Kind::Load, size: 8, addr }
 }
 
-fn store(addr: u64) -> Record {
+pub(super) fn store(addr: u64) -> Record {
     Record::Access { kind: Kind::Store, size: 8, addr }
 }
 
-fn switch(asid: u32) -> Record {
+pub(super) fn switch(asid: u32) -> Record {
     Record::ContextSwitch { asid }
 }
 
 /// Object `id` from byte `offset` mapped at `start` for `pages` pages.
-fn map_object(id: u32, offset: u64, start: u64, pages: u64, flags: u32) -> [Record; 2] {
+pub(super) fn map_object(id: u32, offset: u64, start: u64, pages: u64, flags: u32) -> [Record; 2] {
     [Record::Object { id, offset }, Record::Map { start, len: pages * PAGE, flags }]
 }
 

@@ -9,27 +9,11 @@ use xlat::config::Config;
 use xlat::engine::System;
 use xlat::stats::SystemStats;
 use xlat::trace::map_flags::{FILE, READ, SHARED, WRITE};
-use xlat::trace::{Kind, Record};
+use xlat::trace::Record;
 
-const PAGE: u64 = 4096;
+use super::pcache::{load, map_object, store, switch, PAGE};
+
 const BLOCK: u64 = 16;
-
-fn load(addr: u64) -> Record {
-    Record::Access { kind: Kind::Load, size: 8, addr }
-}
-
-fn store(addr: u64) -> Record {
-    Record::Access { kind: Kind::Store, size: 8, addr }
-}
-
-fn switch(asid: u32) -> Record {
-    Record::ContextSwitch { asid }
-}
-
-/// Object `id` from byte `offset` mapped at `start` for `pages` pages.
-fn map_object(id: u32, offset: u64, start: u64, pages: u64, flags: u32) -> [Record; 2] {
-    [Record::Object { id, offset }, Record::Map { start, len: pages * PAGE, flags }]
-}
 
 /// Loads of the first byte of `pages` pages from `start`.
 fn loads(start: u64, pages: u64) -> impl Iterator<Item = Record> {
