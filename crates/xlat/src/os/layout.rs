@@ -808,11 +808,11 @@ impl Layout {
     /// The current process forks `child`, which starts with its parent's placement (and maps
     /// the shared-region windows its parent maps).
     pub fn fork(&mut self, child: u32) {
-        let shared: Vec<(u32, u64)> = self.cur.ranges.iter().map(|r| (r.key, r.end - r.start)).collect();
-        for (key, len) in shared {
-            self.share(key, len);
+        let child_space = self.cur.clone();
+        for r in &child_space.ranges {
+            self.share(r.key, r.end - r.start);
         }
-        self.spaces.insert(child, self.cur.clone());
+        self.spaces.insert(child, child_space);
     }
 
     /// Process `asid` exits (its shared-region windows that no other process maps are released).

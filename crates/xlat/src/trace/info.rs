@@ -220,26 +220,14 @@ pub fn info(reader: &mut dyn TraceReader) -> Result<TraceInfo, TraceError> {
                     t.events.object += 1;
                     *object_maps.entry(id).or_insert(0u64) += 1;
                 }
-                Record::Map { .. } => {
-                    t.events.map += 1;
-                    if !explicit {
-                        asids.insert(asid);
-                    }
-                }
-                Record::Unmap { .. } => {
-                    t.events.unmap += 1;
-                    if !explicit {
-                        asids.insert(asid);
-                    }
-                }
-                Record::Protect { .. } => {
-                    t.events.protect += 1;
-                    if !explicit {
-                        asids.insert(asid);
-                    }
-                }
-                Record::Discard { .. } => {
-                    t.events.discard += 1;
+                Record::Map { .. } | Record::Unmap { .. } | Record::Protect { .. } | Record::Discard { .. } => {
+                    let e = &mut t.events;
+                    *match r {
+                        Record::Map { .. } => &mut e.map,
+                        Record::Unmap { .. } => &mut e.unmap,
+                        Record::Protect { .. } => &mut e.protect,
+                        _ => &mut e.discard,
+                    } += 1;
                     if !explicit {
                         asids.insert(asid);
                     }
