@@ -131,13 +131,29 @@ pub struct ShootdownConfig {
     /// `linux`: above this many pages a shootdown flushes the address space's entries whole
     /// (default 33, Linux's tlb_single_page_flush_ceiling, arch/x86/mm/tlb.c).
     pub flush_ceiling: u64,
-    /// Cycles of the initiating core per shootdown that sends an IPI (default 0: no figure).
+    /// Cycles of the initiating core per shootdown that sends an IPI (default 2830: 707.5 ns
+    /// at 4 GHz, from Amit's 2019 measurements; docs/configuration.md).
     pub initiator_cycles: u64,
-    /// Cycles of the initiating core per IPI it sends and waits for (default 0: no figure).
+    /// Cycles of the initiating core per IPI it sends and waits for (default 270: 67.5 ns at
+    /// 4 GHz, from the same measurements).
     pub ipi_cycles: u64,
-    /// Cycles per TLB entry a target core invalidates (default 0: no figure).
+    /// Cycles per TLB entry a target core invalidates one by one (default 260: one INVLPG,
+    /// Molnar's 2015 measurement).
     pub entry_cycles: u64,
+    /// Cycles of a target core per flush of an address space's entries whole: `linux` above
+    /// `flush_ceiling`, and a lazy core catching up when it loads the space (default 96: one
+    /// CR3 write, Molnar's 2015 measurement).
+    pub flush_cycles: u64,
 }
+
+/// Amit's 2019 figures (ns per MADV_DONTNEED and touch of one page on a Haswell, with 1, 2 and
+/// 4 threads: 661, 1,436 and 1,571 ns) fit `initiator + n x ipi` for n remote targets:
+/// 1,436 - 661 = 775 ns for one target, 1,571 - 661 = 910 ns for three, so 67.5 ns per
+/// target and 707.5 ns besides. The initiator spins for them, so they are time, converted
+/// at the x86-64 preset's clock assumption (4 GHz).
+const AMIT_INITIATOR_NS: f64 = 707.5;
+const AMIT_IPI_NS: f64 = 67.5;
+const DEFAULT_CLOCK_GHZ: f64 = 4.0;
 
 impl Default for ShootdownConfig {
     fn default() -> Self {
@@ -145,9 +161,10 @@ impl Default for ShootdownConfig {
             policy: ShootdownPolicy::Linux,
             lazy_cores: false,
             flush_ceiling: 33,
-            initiator_cycles: 0,
-            ipi_cycles: 0,
-            entry_cycles: 0,
+            initiator_cycles: (AMIT_INITIATOR_NS * DEFAULT_CLOCK_GHZ) as u64,
+            ipi_cycles: (AMIT_IPI_NS * DEFAULT_CLOCK_GHZ) as u64,
+            entry_cycles: 260,
+            flush_cycles: 96,
         }
     }
 }
@@ -165,6 +182,7 @@ impl ShootdownConfig {
             ("os.shootdown.initiator_cycles", self.initiator_cycles),
             ("os.shootdown.ipi_cycles", self.ipi_cycles),
             ("os.shootdown.entry_cycles", self.entry_cycles),
+            ("os.shootdown.flush_cycles", self.flush_cycles),
         ])
     }
 }

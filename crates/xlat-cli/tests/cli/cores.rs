@@ -21,6 +21,7 @@ fn bad_cores_and_shootdown_values_exit_2_naming_the_key() {
         ("[cores]\nasids_per_core = 9999\n", "cores.asids_per_core"),
         ("[os.shootdown]\npolicy = \"eager\"\n", "shootdown"),
         ("[os.shootdown]\nentry_cycles = 99999999999\n", "os.shootdown.entry_cycles"),
+        ("[os.shootdown]\nflush_cycles = 99999999999\n", "os.shootdown.flush_cycles"),
     ] {
         let c = design(dir.path(), "bad", keys);
         let out = run(&["run", "-c", s(&c), "-t", s(&demo)]);

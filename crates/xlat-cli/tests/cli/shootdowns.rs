@@ -44,7 +44,14 @@ fn check_results(v: &Value) -> Vec<Value> {
         assert!(close(r["ipis_per_second"].as_f64().unwrap(), per_s), "{r}: {per_s}");
         let share = if ipis == 0 { 0.0 } else { (ipis - nec) as f64 / ipis as f64 };
         assert!(close(r["unnecessary_share"].as_f64().unwrap(), share), "{r}: {share}");
+        // The share of the cores' time in shootdowns.
+        let sd = num(r, "shootdown_cycles");
+        assert!(sd <= cycles, "{r}");
+        assert!(close(r["shootdown_share"].as_f64().unwrap(), sd as f64 / cycles as f64), "{r}");
         let cores = num(r, "cores");
+        if cores == 1 {
+            assert_eq!(sd, 0, "one core pays no shootdown: {r}");
+        }
         if cores == 1 || r["policy"] == "lazy" {
             assert_eq!(ipis, 0, "one core and lazy send no IPI: {r}");
         }

@@ -293,7 +293,7 @@ impl Machine {
         if let Some(i) = c.cores[core].stale.iter().position(|&s| s == space) {
             c.cores[core].stale.swap_remove(i);
             let n = self.on_core_tlbs(c, core, |t| t.flush_asid(Asid(space)));
-            self.count_target(c, core, n);
+            self.count_target(c, core, n, true);
         }
     }
 
@@ -310,11 +310,14 @@ impl Machine {
         true
     }
 
-    /// `n` entries a target core invalidated for a shootdown: its counters and cycles.
-    fn count_target(&mut self, c: &mut Cores, core: usize, n: u64) {
+    /// `n` entries a target core invalidated for a shootdown, one by one or (`whole`) by
+    /// flushing the address space: its counters and cycles (`entry_cycles` per entry, or
+    /// `flush_cycles` per flush).
+    fn count_target(&mut self, c: &mut Cores, core: usize, n: u64, whole: bool) {
+        let cost = if whole { c.sd.flush_cycles } else { crate::limits::times(n, c.sd.entry_cycles) };
         let s = &mut c.cores[core].st.shootdowns;
         s.entries_invalidated += n;
-        s.target_cycles = s.target_cycles.saturating_add(crate::limits::times(n, c.sd.entry_cycles));
+        s.target_cycles = s.target_cycles.saturating_add(cost);
     }
 
     /// `lazy`: core `core` invalidates the ranges shot down since its last switch or tick.
@@ -327,7 +330,7 @@ impl Machine {
         for &(tag, first, last) in &pending {
             n += self.on_core_tlbs(c, core, |t| t.invalidate_range(tag, first, last));
         }
-        self.count_target(c, core, n);
+        self.count_target(c, core, n, false);
     }
 
     /// The other cores' part of one shootdown of `ranges` (the running core, the initiator,
@@ -372,7 +375,7 @@ impl Machine {
                         }
                         sent.ipis += 1;
                         sent.necessary_ipis += held as u64;
-                        self.count_target(&mut c, core, n);
+                        self.count_target(&mut c, core, n, full);
                     } else if lazy {
                         for &(a, ..) in ranges {
                             if holds(&c.cores[core], a) && !c.cores[core].stale.contains(&a.0) {
@@ -389,7 +392,7 @@ impl Machine {
                     if n > 0 {
                         sent.ipis += 1;
                         sent.necessary_ipis += 1;
-                        self.count_target(&mut c, core, n);
+                        self.count_target(&mut c, core, n, false);
                     }
                 }
                 ShootdownPolicy::Lazy => {

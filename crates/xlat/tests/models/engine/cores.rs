@@ -92,7 +92,7 @@ fn shootdown_cycles_are_their_costs_times_the_counts_and_part_of_the_total() {
     let t = unmap_trace(true);
     let costs = "initiator_cycles = 1000\nipi_cycles = 10\nentry_cycles = 3\n";
     let keys = |c: &str| format!("[cores]\ncount = 2\nscheduler = \"pinned\"\n[os.shootdown]\npolicy = \"linux\"\n{c}");
-    let free = run(&cfg(&keys(""), None), &t);
+    let free = run(&cfg(&keys("initiator_cycles = 0\nipi_cycles = 0\nentry_cycles = 0\nflush_cycles = 0\n"), None), &t);
     let paid = run(&cfg(&keys(costs), None), &t);
     let sd = paid.shootdowns.unwrap();
     // One shootdown with one IPI: 1000 + 1 x 10 cycles on core 0; core 1 invalidated page 10's
@@ -102,6 +102,51 @@ fn shootdown_cycles_are_their_costs_times_the_counts_and_part_of_the_total() {
     assert_eq!(paid.cycles.shootdown, 1013);
     assert_eq!(free.cycles.shootdown, 0);
     assert_eq!(paid.cycles.total(), free.cycles.total() + 1013, "the same counts otherwise");
+}
+
+#[test]
+fn a_target_that_flushes_the_space_whole_pays_one_flush_not_its_entries() {
+    // As below: core 1 holds pages 10-12 of process 1; thread 1 unmaps 10-11 with a ceiling of
+    // 1 page, so core 1 flushes process 1 whole (3 entries): flush_cycles once, not 3 x
+    // entry_cycles. Under ideal (no ceiling) it invalidates pages 10 and 11 one by one.
+    let mut t = vec![Record::Process { asid: 1 }, Record::Thread { tid: 1 }, load(10)];
+    t.extend([Record::Thread { tid: 2 }, load(10), load(11), load(12)]);
+    t.extend([Record::Thread { tid: 1 }, Record::Unmap { start: 10 * 4096, len: 2 * 4096 }]);
+    let costs = "initiator_cycles = 1000\nipi_cycles = 10\nentry_cycles = 7\nflush_cycles = 50\n";
+    let c = |p: &str| {
+        cfg(&format!("[cores]\ncount = 2\nscheduler = \"pinned\"\n[os.shootdown]\npolicy = \"{p}\"\nflush_ceiling = 1\n{costs}"), None)
+    };
+    let sd = run(&c("linux"), &t).shootdowns.unwrap();
+    assert_eq!((sd.full_flushes, sd.entries_invalidated), (1, 3));
+    assert_eq!((sd.initiator_cycles, sd.target_cycles), (1010, 50));
+    let sd = run(&c("ideal"), &t).shootdowns.unwrap();
+    assert_eq!((sd.full_flushes, sd.entries_invalidated), (0, 2));
+    assert_eq!((sd.initiator_cycles, sd.target_cycles), (1010, 14));
+
+    // A lazy core that catches up when it loads the space again flushes it whole: core 1 runs
+    // process 2, then thread 3 (core 0) unmaps page 10, then thread 2 runs again on core 1.
+    let mut t = vec![Record::Process { asid: 1 }, Record::Thread { tid: 1 }, load(10)];
+    t.extend([Record::Thread { tid: 2 }, load(10), Record::Thread { tid: 3 }, load(11)]);
+    t.extend([Record::Process { asid: 2 }, load(50), Record::Process { asid: 1 }]);
+    t.extend([Record::Unmap { start: 10 * 4096, len: 4096 }, Record::Thread { tid: 2 }, load(10)]);
+    let s = run(&c("linux"), &t);
+    let sd = s.shootdowns.unwrap();
+    assert_eq!((sd.ipis, sd.entries_invalidated), (0, 1));
+    assert_eq!((sd.initiator_cycles, sd.target_cycles), (0, 50), "no IPI; one flush on core 1");
+    assert_eq!(s.cores[1].shootdowns.target_cycles, 50);
+}
+
+#[test]
+fn the_default_costs_are_the_cited_measurements() {
+    // Amit (2019): 661, 1,436 and 1,571 ns with 0, 1 and 3 remote targets fit a + n x b:
+    // b = (910 - 775) / 2 ns, a = 775 ns - b; at 4 GHz. Molnar (2015): INVLPG 260 cycles, a
+    // CR3 write 96.
+    let d = xlat::multicore::ShootdownConfig::default();
+    let (one, three) = (1436.0 - 661.0, 1571.0 - 661.0);
+    let b = (three - one) / 2.0;
+    let a = one - b;
+    assert_eq!((d.initiator_cycles, d.ipi_cycles), ((a * 4.0) as u64, (b * 4.0) as u64));
+    assert_eq!((d.entry_cycles, d.flush_cycles), (260, 96));
 }
 
 #[test]
