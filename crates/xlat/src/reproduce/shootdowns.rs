@@ -272,6 +272,31 @@ impl Shootdowns {
         self.runs.iter().find(|r| r.workload == w && r.design == d)
     }
 
+    /// A table of one cell per workload, policy and core count above 1 (`cell` of its run).
+    fn by_cores(&self, policies: &[&str], cell: impl Fn(&Run) -> String) -> String {
+        let several = || CORES.iter().filter(|&&n| n > 1);
+        let mut s = String::from("| workload | policy |");
+        for n in several() {
+            s += &format!(" {n} |");
+        }
+        s += "\n|---|---|";
+        s += &"---:|".repeat(CORES.len() - 1);
+        s += "\n";
+        for w in &self.workloads {
+            for p in policies {
+                s += &format!("| {w} | {p} |");
+                for n in several() {
+                    match self.run(w, &format!("c{n}-{p}")) {
+                        Some(r) => s += &format!(" {} |", cell(r)),
+                        None => s += " |",
+                    }
+                }
+                s += "\n";
+            }
+        }
+        s
+    }
+
     /// The tables of the report (and of docs/multicore.md's "Study"): IPIs per million lookups,
     /// the unnecessary share, pages per shootdown and the shared STLB.
     pub fn tables(&self) -> String {
@@ -301,47 +326,13 @@ impl Shootdowns {
         }
         s += &format!(
             "\nIPIs per second of the cores' time ({:.1} GHz, one instruction per cycle, every reference a \
-             cache hit, page faults and system calls untimed: an upper bound):\n\n| workload | policy |",
+             cache hit, page faults and system calls untimed: an upper bound):\n\n",
             CLOCK_MHZ / 1000.0
         );
-        for n in CORES.iter().filter(|&&n| n > 1) {
-            s += &format!(" {n} |");
-        }
-        s += "\n|---|---|";
-        s += &"---:|".repeat(CORES.len() - 1);
-        s += "\n";
-        for w in &self.workloads {
-            for p in ["linux", "ideal"] {
-                s += &format!("| {w} | {p} |");
-                for n in CORES.iter().filter(|&&n| n > 1) {
-                    match self.run(w, &format!("c{n}-{p}")) {
-                        Some(r) => s += &format!(" {:.0} |", r.ipis_per_second),
-                        None => s += " |",
-                    }
-                }
-                s += "\n";
-            }
-        }
+        s += &self.by_cores(&["linux", "ideal"], |r| format!("{:.0}", r.ipis_per_second));
         s += "\nShare of the cores' time in shootdowns (initiators' and targets' cycles at the cited default \
-              costs, over the same time as above):\n\n| workload | policy |";
-        for n in CORES.iter().filter(|&&n| n > 1) {
-            s += &format!(" {n} |");
-        }
-        s += "\n|---|---|";
-        s += &"---:|".repeat(CORES.len() - 1);
-        s += "\n";
-        for w in &self.workloads {
-            for p in POLICIES {
-                s += &format!("| {w} | {p} |");
-                for n in CORES.iter().filter(|&&n| n > 1) {
-                    match self.run(w, &format!("c{n}-{p}")) {
-                        Some(r) => s += &format!(" {:.2}% |", 100.0 * r.shootdown_share),
-                        None => s += " |",
-                    }
-                }
-                s += "\n";
-            }
-        }
+              costs, over the same time as above):\n\n";
+        s += &self.by_cores(&POLICIES, |r| format!("{:.2}%", 100.0 * r.shootdown_share));
         s += "\nShootdowns under `linux` (pages per shootdown; full flushes above 33 pages):\n\n\
               | workload | cores | shootdowns | pages | pages per shootdown | full flushes | IPIs | necessary IPIs |\n\
               |---|---:|---:|---:|---:|---:|---:|---:|\n";
