@@ -524,12 +524,15 @@ impl Model {
             }
             let k = &mut self.cores[i];
             let loaded = k.space == Some(space);
+            // `linux`: it runs one of the space's threads (a core whose thread moved away runs
+            // none, and keeps the space loaded lazily).
+            let runs = loaded && k.thread.is_some_and(|t| t.0 == space);
             let may_hold = loaded || k.asids.contains(&space);
             let drop_ranges = |k: &mut Core| ranges.iter().map(|&(a, f, l)| k.tlb.drop_range(a, f, l)).sum::<u64>();
             match self.p.policy {
                 Policy::Linux => {
-                    if loaded || (may_hold && self.p.lazy_cores) {
-                        self.seen.lazy_core_ipis += !loaded as u64;
+                    if runs || (may_hold && self.p.lazy_cores) {
+                        self.seen.lazy_core_ipis += !runs as u64;
                         let mut n = drop_ranges(k);
                         ipis += 1;
                         necessary += (n > 0) as u64;
