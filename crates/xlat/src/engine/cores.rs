@@ -360,7 +360,10 @@ impl Machine {
             match policy {
                 ShootdownPolicy::Linux => {
                     let k = &c.cores[core];
-                    let active = ranges.iter().any(|&(a, ..)| a == global || k.space == Some(a.0));
+                    // Active: it runs one of the space's threads. A core whose thread moved to
+                    // another core runs none: it keeps the space loaded, lazily.
+                    let runs = |a: Asid| k.space == Some(a.0) && k.thread.is_some_and(|(p, _)| p == a.0);
+                    let active = ranges.iter().any(|&(a, ..)| a == global || runs(a));
                     let lazy = !active && ranges.iter().any(|&(a, ..)| holds(k, a));
                     if active || (lazy && c.sd.lazy_cores) {
                         let mut n = 0;

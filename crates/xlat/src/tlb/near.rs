@@ -14,12 +14,23 @@ use super::order::Order;
 /// anything reads the list (a fill takes its tail) and when the run ends, which under LRU gives the
 /// list that moving each at its use gives (the invariant in the [module
 /// documentation](super#fast-paths-and-their-invariant)).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct Deferred {
     /// Time of each slot's last use since the last update, 0 if none.
     pub(super) time: Box<[u64]>,
     /// The slots with a time, in any order (each at most once, so `entries` of room).
     pub(super) used: Vec<u32>,
+}
+
+/// A copy keeps the room of `entries` uses (a derived clone of the vector would have only its
+/// length's, and the run would allocate where it records a use: a machine with several cores
+/// clones its TLBs for each core).
+impl Clone for Deferred {
+    fn clone(&self) -> Deferred {
+        let mut used = Vec::with_capacity(self.time.len());
+        used.extend_from_slice(&self.used);
+        Deferred { time: self.time.clone(), used }
+    }
 }
 
 impl Deferred {
@@ -130,5 +141,19 @@ impl Near {
             self.leave(v.trailing_zeros() as usize, deferred, clock);
             v &= v - 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deferred;
+
+    #[test]
+    fn a_copy_keeps_room_for_every_slot() {
+        let mut d = Deferred::new(8);
+        d.record_at(3, 1);
+        let c = d.clone();
+        assert_eq!((c.used.as_slice(), c.used.capacity() >= 8), (&[3u32][..], true));
+        assert!(Deferred::new(8).clone().used.capacity() >= 8);
     }
 }

@@ -208,6 +208,34 @@ fn linux_flushes_the_space_whole_above_the_ceiling_and_skips_lazy_cores_unless_a
     assert_eq!((s.ipis, s.necessary_ipis, s.entries_invalidated), (1, 1, 1), "lazy cores interrupted");
 }
 
+#[test]
+fn a_core_whose_thread_moved_away_is_lazy_under_linux() {
+    // Three cores, round-robin, a tick at every event after a lookup. Thread 1 of process 1
+    // runs on core 0 and touches page 10; thread 2 takes core 1 and touches page 20; the tick
+    // at the next record ends core 0's placement, so thread 1 takes the next core in turn,
+    // core 2, and core 0 runs no thread (it keeps process 1 loaded, lazily, as an idle Linux
+    // CPU does). Thread 1 unmaps page 10: core 1 runs thread 2, an IPI that finds nothing;
+    // core 0 is skipped, and flushes process 1's entries (page 10's) when thread 3 is placed
+    // on it; its lookup of page 10 then misses.
+    let mut t = vec![Record::Process { asid: 1 }, Record::Thread { tid: 1 }, load(10)];
+    t.extend([Record::Thread { tid: 2 }, load(20), Record::Thread { tid: 1 }]);
+    t.push(Record::Unmap { start: 10 * 4096, len: 4096 });
+    t.extend([Record::Thread { tid: 3 }, load(10)]);
+    let keys = |lazy: bool| format!("[cores]\ncount = 3\nquantum = 1\n[os.shootdown]\nlazy_cores = {lazy}\n");
+    let s = run(&cfg(&keys(false), None), &t);
+    let sd = s.shootdowns.unwrap();
+    assert_eq!((sd.initiated, sd.ipis, sd.necessary_ipis, sd.entries_invalidated), (1, 1, 0, 1));
+    assert_eq!(s.cores[2].shootdowns.initiated, 1, "thread 1 moved to core 2");
+    assert_eq!((s.cores[0].switches, s.cores[0].space_switches), (2, 1), "thread 1, then thread 3");
+    assert_eq!((s.cores[0].tlb[0].misses, s.cores[0].tlb[0].invalidations), (2, 1));
+    assert_eq!(s.cores[0].shootdowns.entries_invalidated, 1, "flushed when thread 3 came");
+    // Lazy cores interrupted: core 0 takes an IPI for page 10 at once.
+    let s = run(&cfg(&keys(true), None), &t);
+    let sd = s.shootdowns.unwrap();
+    assert_eq!((sd.ipis, sd.necessary_ipis, sd.entries_invalidated), (2, 1, 1));
+    assert_eq!((s.cores[0].tlb[0].misses, s.cores[0].tlb[0].invalidations), (2, 1));
+}
+
 /// Seven processes on core 0 of two (pinned; each real process's first appearance followed by
 /// a filler process's, which goes to core 1), each touching page 5; then `tail` (processes).
 fn asid_trace(first: &[u32], tail: &[u32]) -> Vec<Record> {

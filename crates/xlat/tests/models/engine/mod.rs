@@ -1,6 +1,7 @@
 //! The engine end to end: events, the plain designs' loop, Itanium layouts and regions.
 
 mod cores;
+mod cores_ref;
 mod events;
 mod itanium;
 mod plain;

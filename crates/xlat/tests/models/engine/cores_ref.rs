@@ -1,0 +1,926 @@
+//! Several cores (docs/multicore.md) against an independent reference model, on the bundled
+//! real multi-threaded trace `data/churn.xtr` (and the multi-process `data/shmserve.xtr`).
+//!
+//! The reference below is written from docs/multicore.md's text, not from the engine: it reads
+//! the trace with the library's reader and nothing else of the library (no engine, TLB, OS,
+//! page-table or multicore code). It simulates thread placement (pinned, round-robin with timer
+//! ticks), one private fully associative LRU TLB per core tagged by address space, each core's
+//! dynamic ASIDs (LRU and round-robin recycling, the flush on recycle, `asid = "flush"`), and
+//! shootdowns under `linux` (lazy cores skipped or interrupted, the flush ceiling), `ideal` and
+//! `lazy`, with every per-core counter. The design keeps the OS model's own changes out: base
+//! pages, no page cache (so no copy on write), no reservations, superpages, shadow superpages or
+//! layout, and `fork_flush = "none"`. Then the only shootdowns are the trace's own address-space
+//! events (docs/multicore.md, "Shootdowns"):
+//!
+//! - an `Unmap` of a range holding a resident page: one shootdown of the range's pages;
+//! - a `Discard` (`madvise`) of a range holding a resident page: one shootdown of its pages
+//!   (the pages go, unless `lazy`);
+//! - a `Protect` that removes a right from pieces of the range holding a resident page: one
+//!   shootdown of those pieces' pages (pieces never mapped had every right);
+//! - an `Exit` shoots nothing down: the process's entries go from every core.
+//!
+//! A page is resident from its first touch (or its parent's, for a forked child) until it is
+//! unmapped or discarded, or its process exits.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+use xlat::config::Config;
+use xlat::engine::System;
+use xlat::stats::SystemStats;
+use xlat::trace::{map_flags::RIGHTS, Record};
+
+/// A process's thread before its first `Thread` record names it.
+const FIRST: u32 = u32::MAX;
+const SHIFT: u32 = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Policy {
+    Linux,
+    Ideal,
+    Lazy,
+}
+
+/// One design of the grid.
+#[derive(Clone, Copy, Debug)]
+struct Params {
+    cores: usize,
+    pinned: bool,
+    quantum: u64,
+    /// 0: unlimited.
+    asids: usize,
+    lru: bool,
+    /// `asid = "flush"`.
+    flush: bool,
+    policy: Policy,
+    lazy_cores: bool,
+    ceiling: u64,
+    entries: usize,
+}
+
+impl Params {
+    fn config(&self) -> Config {
+        let text = format!(
+            "name = \"ref\"\nasid = \"{}\"\n[os]\npage_cache = false\n[os.shootdown]\npolicy = \"{}\"\nlazy_cores = {}\n\
+             flush_ceiling = {}\n[cores]\ncount = {}\nscheduler = \"{}\"\nquantum = {}\nasids_per_core = {}\n\
+             asid_recycling = \"{}\"\n[[tlb]]\nname = \"L1\"\nentries = {}\n",
+            if self.flush { "flush" } else { "tagged" },
+            match self.policy {
+                Policy::Linux => "linux",
+                Policy::Ideal => "ideal",
+                Policy::Lazy => "lazy",
+            },
+            self.lazy_cores,
+            self.ceiling,
+            self.cores,
+            if self.pinned { "pinned" } else { "round-robin" },
+            self.quantum,
+            self.asids,
+            if self.lru { "lru" } else { "round-robin" },
+            self.entries,
+        );
+        Config::from_toml(&text, "cores_ref").unwrap()
+    }
+}
+
+/// A fully associative LRU TLB of (space, page) entries, least recently used first.
+#[derive(Clone, Debug)]
+struct Tlb {
+    cap: usize,
+    entries: Vec<(u32, u64)>,
+}
+
+impl Tlb {
+    fn hit(&mut self, space: u32, page: u64) -> bool {
+        match self.entries.iter().position(|&e| e == (space, page)) {
+            Some(i) => {
+                let e = self.entries.remove(i);
+                self.entries.push(e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fills an entry; true if it evicted one.
+    fn fill(&mut self, space: u32, page: u64) -> bool {
+        let full = self.entries.len() == self.cap;
+        if full {
+            self.entries.remove(0);
+        }
+        self.entries.push((space, page));
+        full
+    }
+
+    fn drop_where(&mut self, f: impl Fn(&(u32, u64)) -> bool) -> u64 {
+        let before = self.entries.len();
+        self.entries.retain(|e| !f(e));
+        (before - self.entries.len()) as u64
+    }
+
+    fn drop_range(&mut self, space: u32, first: u64, last: u64) -> u64 {
+        self.drop_where(|&(s, p)| s == space && first <= p && p <= last)
+    }
+
+    fn drop_space(&mut self, space: u32) -> u64 {
+        self.drop_where(|&(s, _)| s == space)
+    }
+}
+
+/// What the tests compare, per core (and summed).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Counts {
+    lookups: u64,
+    misses: u64,
+    evictions: u64,
+    invalidations: u64,
+    switches: u64,
+    space_switches: u64,
+    asid_flushes: u64,
+    initiated: u64,
+    ipis: u64,
+    necessary_ipis: u64,
+    full_flushes: u64,
+    pages: u64,
+    entries_invalidated: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.lookups += o.lookups;
+        self.misses += o.misses;
+        self.evictions += o.evictions;
+        self.invalidations += o.invalidations;
+        self.switches += o.switches;
+        self.space_switches += o.space_switches;
+        self.asid_flushes += o.asid_flushes;
+        self.initiated += o.initiated;
+        self.ipis += o.ipis;
+        self.necessary_ipis += o.necessary_ipis;
+        self.full_flushes += o.full_flushes;
+        self.pages += o.pages;
+        self.entries_invalidated += o.entries_invalidated;
+    }
+}
+
+/// How often the grid reached each mechanism (the reference's own tallies, and sums of the
+/// counts), so that agreeing on it cannot be vacuous.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    ipis: u64,
+    necessary_ipis: u64,
+    unnecessary_ipis: u64,
+    full_flushes: u64,
+    asid_flushes: u64,
+    evictions: u64,
+    switches: u64,
+    lazy_entries: u64,
+    /// `ideal` IPIs to a core that had not loaded the space.
+    ideal_elsewhere: u64,
+    ticks_ending: u64,
+    kept: u64,
+    stale_flushes: u64,
+    lazy_core_ipis: u64,
+    pending_at_switch: u64,
+    pending_at_tick: u64,
+    lru_recycles: u64,
+    rr_recycles: u64,
+    protects: u64,
+    discards: u64,
+    unmaps: u64,
+    forks: u64,
+    exits: u64,
+}
+
+impl Seen {
+    fn add(&mut self, o: &Seen) {
+        self.ideal_elsewhere += o.ideal_elsewhere;
+        self.ticks_ending += o.ticks_ending;
+        self.kept += o.kept;
+        self.stale_flushes += o.stale_flushes;
+        self.lazy_core_ipis += o.lazy_core_ipis;
+        self.pending_at_switch += o.pending_at_switch;
+        self.pending_at_tick += o.pending_at_tick;
+        self.lru_recycles += o.lru_recycles;
+        self.rr_recycles += o.rr_recycles;
+        self.protects += o.protects;
+        self.discards += o.discards;
+        self.unmaps += o.unmaps;
+        self.forks += o.forks;
+        self.exits += o.exits;
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Core {
+    tlb: Tlb,
+    /// The thread placed on it.
+    thread: Option<(u32, u32)>,
+    /// Round-robin: no timer tick has ended the placement yet.
+    held: bool,
+    /// The address space it has loaded.
+    space: Option<u32>,
+    /// Spaces holding one of its ASIDs: least recently loaded first under LRU recycling, in
+    /// slot order under round-robin.
+    asids: Vec<u32>,
+    /// Round-robin recycling: the slot taken next.
+    turn: usize,
+    /// `linux`: spaces it skipped as a lazy core, flushed when it next loads them.
+    stale: Vec<u32>,
+    /// `lazy`: ranges to invalidate at its next switch or tick.
+    pending: Vec<(u32, u64, u64)>,
+    n: Counts,
+}
+
+/// The reference machine.
+struct Model {
+    p: Params,
+    cores: Vec<Core>,
+    running: usize,
+    /// The running process.
+    process: u32,
+    current: Option<(u32, u32)>,
+    /// Threads in order of first appearance.
+    order: HashMap<(u32, u32), usize>,
+    last_tid: HashMap<u32, u32>,
+    cursor: usize,
+    lookups: u64,
+    next_tick: u64,
+    resident: BTreeSet<(u32, u64)>,
+    /// Per process: mapped byte ranges [start, end) with their rights, sorted, disjoint.
+    rights: HashMap<u32, Vec<(u64, u64, u32)>>,
+    faults: u64,
+    seen: Seen,
+}
+
+impl Model {
+    fn new(p: Params) -> Model {
+        let core = Core {
+            tlb: Tlb { cap: p.entries, entries: Vec::new() },
+            thread: None,
+            held: false,
+            space: None,
+            asids: Vec::new(),
+            turn: 0,
+            stale: Vec::new(),
+            pending: Vec::new(),
+            n: Counts::default(),
+        };
+        let mut cores = vec![core; p.cores];
+        // Before any scheduling record, process 0's first thread runs on core 0.
+        cores[0].thread = Some((0, FIRST));
+        cores[0].held = true;
+        Model {
+            p,
+            cores,
+            running: 0,
+            process: 0,
+            current: Some((0, FIRST)),
+            order: HashMap::new(),
+            last_tid: HashMap::new(),
+            cursor: 0,
+            lookups: 0,
+            next_tick: p.quantum,
+            resident: BTreeSet::new(),
+            rights: HashMap::new(),
+            faults: 0,
+            seen: Seen::default(),
+        }
+    }
+
+    fn record(&mut self, r: &Record) {
+        if let Record::Access { size, addr, .. } = *r {
+            let first = addr >> SHIFT;
+            let last = addr.saturating_add(size.max(1) as u64 - 1) >> SHIFT;
+            for page in first..=last {
+                self.lookup(page);
+            }
+            return;
+        }
+        // Every other record is an event: a timer tick due is taken first.
+        if self.lookups >= self.next_tick {
+            self.next_tick = (self.lookups / self.p.quantum + 1) * self.p.quantum;
+            for i in 0..self.cores.len() {
+                self.seen.pending_at_tick += self.apply_pending(i);
+                if i != self.running {
+                    self.seen.ticks_ending += (self.cores[i].held && self.cores[i].thread.is_some()) as u64;
+                    self.cores[i].held = false;
+                }
+            }
+        }
+        match *r {
+            Record::Process { asid } | Record::ContextSwitch { asid } => {
+                let tid = self.last_tid.get(&asid).copied().unwrap_or(FIRST);
+                self.run((asid, tid));
+            }
+            Record::Thread { tid } => {
+                let a = self.process;
+                if self.current == Some((a, FIRST)) {
+                    // The first thread is named: the same thread.
+                    if let Some(o) = self.order.remove(&(a, FIRST)) {
+                        self.order.entry((a, tid)).or_insert(o);
+                    }
+                    for k in &mut self.cores {
+                        if k.thread == Some((a, FIRST)) {
+                            k.thread = Some((a, tid));
+                        }
+                    }
+                    self.current = Some((a, tid));
+                    self.last_tid.insert(a, tid);
+                } else {
+                    self.run((a, tid));
+                }
+            }
+            Record::Map { start, len, flags } => self.set_rights(self.process, start, len, Some(flags & RIGHTS)),
+            Record::Unmap { start, len } => {
+                self.set_rights(self.process, start, len, None);
+                if let Some((f, l)) = pages_of(start, len) {
+                    if self.drop_resident(self.process, f, l) > 0 {
+                        self.seen.unmaps += 1;
+                        self.shootdown(&[(self.process, f, l)]);
+                    }
+                }
+            }
+            Record::Discard { start, len, lazy } => {
+                if let Some((f, l)) = pages_of(start, len) {
+                    let n = match lazy {
+                        true => self.resident.range((self.process, f)..=(self.process, l)).count() as u64,
+                        false => self.drop_resident(self.process, f, l),
+                    };
+                    if n > 0 {
+                        self.seen.discards += 1;
+                        self.shootdown(&[(self.process, f, l)]);
+                    }
+                }
+            }
+            Record::Protect { start, len, flags } => {
+                let lost = self.protect(self.process, start, len, flags & RIGHTS);
+                let ranges: Vec<(u32, u64, u64)> =
+                    lost.iter().filter_map(|&(s, n)| pages_of(s, n)).map(|(f, l)| (self.process, f, l)).collect();
+                let resident: usize =
+                    ranges.iter().map(|&(a, f, l)| self.resident.range((a, f)..=(a, l)).count()).sum();
+                if resident > 0 {
+                    self.seen.protects += 1;
+                    self.shootdown(&ranges);
+                }
+            }
+            Record::Fork { child } => {
+                let parent = self.process;
+                self.seen.forks += 1;
+                let copy = self.rights.get(&parent).cloned().unwrap_or_default();
+                self.rights.insert(child, copy);
+                let pages: Vec<u64> = self.resident.range((parent, 0)..=(parent, u64::MAX)).map(|&(_, p)| p).collect();
+                for p in pages {
+                    self.resident.insert((child, p));
+                }
+            }
+            Record::Exit { asid } => {
+                self.seen.exits += 1;
+                self.exit(asid);
+            }
+            _ => {}
+        }
+    }
+
+    /// One page lookup by the running thread.
+    fn lookup(&mut self, page: u64) {
+        self.lookups += 1;
+        let space = self.process;
+        let k = &mut self.cores[self.running];
+        k.n.lookups += 1;
+        if k.tlb.hit(space, page) {
+            return;
+        }
+        k.n.misses += 1;
+        if self.resident.insert((space, page)) {
+            self.faults += 1;
+        }
+        if k.tlb.fill(space, page) {
+            k.n.evictions += 1;
+        }
+    }
+
+    /// Thread `t` runs from now on.
+    fn run(&mut self, t: (u32, u32)) {
+        self.last_tid.insert(t.0, t.1);
+        if self.current == Some(t) {
+            return;
+        }
+        let next = self.order.len();
+        let k = *self.order.entry(t).or_insert(next);
+        let n = self.cores.len();
+        let core = if self.p.pinned {
+            k % n
+        } else {
+            match self.cores.iter().position(|c| c.thread == Some(t) && c.held) {
+                Some(i) => {
+                    self.seen.kept += 1;
+                    i
+                }
+                None => {
+                    let i = self.cursor;
+                    self.cursor = (i + 1) % n;
+                    i
+                }
+            }
+        };
+        self.current = Some(t);
+        self.running = core;
+        if self.cores[core].thread != Some(t) {
+            for c in &mut self.cores {
+                if c.thread == Some(t) {
+                    c.thread = None;
+                }
+            }
+            self.cores[core].thread = Some(t);
+            self.cores[core].n.switches += 1;
+            self.seen.pending_at_switch += self.apply_pending(core);
+        }
+        self.cores[core].held = true;
+        self.load(core, t.0);
+        self.process = t.0;
+    }
+
+    /// Core `i` loads address space `space`.
+    fn load(&mut self, i: usize, space: u32) {
+        let (limit, lru, flush) = (self.p.asids, self.p.lru, self.p.flush);
+        let seen = &mut self.seen;
+        let k = &mut self.cores[i];
+        if k.space != Some(space) {
+            k.n.space_switches += 1;
+            if flush {
+                k.n.asid_flushes += 1;
+                k.n.invalidations += k.tlb.drop_where(|_| true);
+                k.asids.clear();
+                k.stale.clear();
+            }
+        }
+        k.space = Some(space);
+        match k.asids.iter().position(|&s| s == space) {
+            Some(j) if lru => {
+                k.asids.remove(j);
+                k.asids.push(space);
+            }
+            Some(_) => {}
+            None if limit == 0 || k.asids.len() < limit => k.asids.push(space),
+            None => {
+                let old = if lru {
+                    let old = k.asids.remove(0);
+                    k.asids.push(space);
+                    old
+                } else {
+                    let j = k.turn % k.asids.len();
+                    k.turn = j + 1;
+                    std::mem::replace(&mut k.asids[j], space)
+                };
+                k.stale.retain(|&s| s != old);
+                k.n.asid_flushes += 1;
+                seen.lru_recycles += lru as u64;
+                seen.rr_recycles += !lru as u64;
+                k.n.invalidations += k.tlb.drop_space(old);
+            }
+        }
+        if let Some(j) = k.stale.iter().position(|&s| s == space) {
+            k.stale.remove(j);
+            let n = k.tlb.drop_space(space);
+            k.n.invalidations += n;
+            k.n.entries_invalidated += n;
+            seen.stale_flushes += (n > 0) as u64;
+        }
+    }
+
+    /// `lazy`: core `i` invalidates the ranges queued for it; returns the entries.
+    fn apply_pending(&mut self, i: usize) -> u64 {
+        let k = &mut self.cores[i];
+        let mut all = 0;
+        for (a, f, l) in std::mem::take(&mut k.pending) {
+            let n = k.tlb.drop_range(a, f, l);
+            k.n.invalidations += n;
+            k.n.entries_invalidated += n;
+            all += n;
+        }
+        all
+    }
+
+    /// One shootdown of `ranges` (one space's), started by the running core.
+    fn shootdown(&mut self, ranges: &[(u32, u64, u64)]) {
+        let me = self.running;
+        let space = ranges[0].0;
+        assert!(ranges.iter().all(|r| r.0 == space));
+        let pages: u64 = ranges.iter().map(|&(_, f, l)| l - f + 1).sum();
+        let full = self.p.policy == Policy::Linux && pages > self.p.ceiling;
+        {
+            let k = &mut self.cores[me];
+            for &(a, f, l) in ranges {
+                k.n.invalidations += k.tlb.drop_range(a, f, l);
+            }
+            k.n.initiated += 1;
+            k.n.pages += pages;
+            k.n.full_flushes += full as u64;
+        }
+        let (mut ipis, mut necessary) = (0, 0);
+        for i in 0..self.cores.len() {
+            if i == me {
+                continue;
+            }
+            let k = &mut self.cores[i];
+            let loaded = k.space == Some(space);
+            // `linux`: it runs one of the space's threads (a core whose thread moved away runs
+            // none, and keeps the space loaded lazily).
+            let runs = loaded && k.thread.is_some_and(|t| t.0 == space);
+            let may_hold = loaded || k.asids.contains(&space);
+            let drop_ranges = |k: &mut Core| ranges.iter().map(|&(a, f, l)| k.tlb.drop_range(a, f, l)).sum::<u64>();
+            match self.p.policy {
+                Policy::Linux => {
+                    if runs || (may_hold && self.p.lazy_cores) {
+                        self.seen.lazy_core_ipis += !runs as u64;
+                        let mut n = drop_ranges(k);
+                        ipis += 1;
+                        necessary += (n > 0) as u64;
+                        if full {
+                            n += k.tlb.drop_space(space);
+                        }
+                        k.n.invalidations += n;
+                        k.n.entries_invalidated += n;
+                    } else if may_hold && !k.stale.contains(&space) {
+                        k.stale.push(space);
+                    }
+                }
+                Policy::Ideal => {
+                    let n = drop_ranges(k);
+                    if n > 0 {
+                        self.seen.ideal_elsewhere += !loaded as u64;
+                        ipis += 1;
+                        necessary += 1;
+                        k.n.invalidations += n;
+                        k.n.entries_invalidated += n;
+                    }
+                }
+                Policy::Lazy => {
+                    if may_hold {
+                        k.pending.extend_from_slice(ranges);
+                    }
+                }
+            }
+        }
+        let k = &mut self.cores[me];
+        k.n.ipis += ipis;
+        k.n.necessary_ipis += necessary;
+        if full {
+            k.n.invalidations += k.tlb.drop_space(space);
+        }
+    }
+
+    /// Process `asid` exits: its pages and entries go everywhere, no shootdown.
+    fn exit(&mut self, asid: u32) {
+        self.rights.remove(&asid);
+        self.drop_resident(asid, 0, u64::MAX);
+        for k in &mut self.cores {
+            k.n.invalidations += k.tlb.drop_space(asid);
+            k.asids.retain(|&s| s != asid);
+            k.stale.retain(|&s| s != asid);
+            k.pending.retain(|&(a, ..)| a != asid);
+            if k.thread.is_some_and(|t| t.0 == asid) {
+                k.thread = None;
+                k.held = false;
+            }
+            if k.space == Some(asid) {
+                k.space = None;
+            }
+        }
+        if self.current.is_some_and(|t| t.0 == asid) {
+            self.current = None;
+        }
+        self.order.retain(|t, _| t.0 != asid);
+        self.last_tid.remove(&asid);
+    }
+
+    fn drop_resident(&mut self, space: u32, first: u64, last: u64) -> u64 {
+        let gone: Vec<(u32, u64)> = self.resident.range((space, first)..=(space, last)).copied().collect();
+        for g in &gone {
+            self.resident.remove(g);
+        }
+        gone.len() as u64
+    }
+
+    /// Sets the rights of bytes `[start, start + len)` of `space` (`None`: unmapped).
+    fn set_rights(&mut self, space: u32, start: u64, len: u64, rights: Option<u32>) {
+        let end = start.saturating_add(len);
+        if end <= start {
+            return;
+        }
+        let v = self.rights.entry(space).or_default();
+        let mut out = Vec::with_capacity(v.len() + 2);
+        for &(s, e, r) in v.iter() {
+            if e <= start || s >= end {
+                out.push((s, e, r));
+                continue;
+            }
+            if s < start {
+                out.push((s, start, r));
+            }
+            if e > end {
+                out.push((end, e, r));
+            }
+        }
+        if let Some(r) = rights {
+            out.push((start, end, r));
+        }
+        out.sort_unstable();
+        *v = out;
+    }
+
+    /// `mprotect`: sets the rights and returns the byte pieces `(start, len)` that lost a right
+    /// (never-mapped bytes had every right), touching pieces joined.
+    fn protect(&mut self, space: u32, start: u64, len: u64, new: u32) -> Vec<(u64, u64)> {
+        let end = start.saturating_add(len);
+        if end <= start {
+            return Vec::new();
+        }
+        let v = self.rights.get(&space).cloned().unwrap_or_default();
+        let mut lost: Vec<(u64, u64)> = Vec::new();
+        let mut lose = |lo: u64, hi: u64| match lost.last_mut() {
+            Some(last) if last.1 == lo => last.1 = hi,
+            _ => lost.push((lo, hi)),
+        };
+        let mut at = start;
+        for &(s, e, r) in v.iter().filter(|&&(s, e, _)| e > start && s < end) {
+            let (lo, hi) = (s.max(start), e.min(end));
+            if lo > at && RIGHTS & !new != 0 {
+                lose(at, lo);
+            }
+            if r & !new != 0 {
+                lose(lo, hi);
+            }
+            at = hi;
+        }
+        if at < end && RIGHTS & !new != 0 {
+            lose(at, end);
+        }
+        self.set_rights(space, start, len, Some(new));
+        lost.into_iter().map(|(lo, hi)| (lo, hi - lo)).collect()
+    }
+
+    fn counts(&self) -> Vec<Counts> {
+        self.cores.iter().map(|k| k.n.clone()).collect()
+    }
+}
+
+/// The pages of bytes `[start, start + len)`, if any.
+fn pages_of(start: u64, len: u64) -> Option<(u64, u64)> {
+    if len == 0 {
+        return None;
+    }
+    let (f, l) = (start >> SHIFT, start.saturating_add(len - 1) >> SHIFT);
+    // One address space per process: every page of a range is in the same region.
+    assert_eq!(f >> (61 - SHIFT), l >> (61 - SHIFT), "a range across regions");
+    Some((f, l))
+}
+
+/// The engine's counters in the reference's terms.
+fn engine_counts(s: &SystemStats) -> Vec<Counts> {
+    s.cores
+        .iter()
+        .map(|c| Counts {
+            lookups: c.lookups,
+            misses: c.tlb[0].misses,
+            evictions: c.tlb[0].evictions,
+            invalidations: c.tlb[0].invalidations,
+            switches: c.switches,
+            space_switches: c.space_switches,
+            asid_flushes: c.asid_flushes,
+            initiated: c.shootdowns.initiated,
+            ipis: c.shootdowns.ipis,
+            necessary_ipis: c.shootdowns.necessary_ipis,
+            full_flushes: c.shootdowns.full_flushes,
+            pages: c.shootdowns.pages,
+            entries_invalidated: c.shootdowns.entries_invalidated,
+        })
+        .collect()
+}
+
+fn read(name: &str) -> Vec<Record> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
+    let (mut r, _) = xlat::trace::open::open_reader_inline(path.to_str().unwrap(), None).unwrap();
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
+        out.extend_from_slice(&batch);
+    }
+    out
+}
+
+fn churn() -> &'static [Record] {
+    static T: OnceLock<Vec<Record>> = OnceLock::new();
+    T.get_or_init(|| read("churn.xtr"))
+}
+
+fn shmserve() -> &'static [Record] {
+    static T: OnceLock<Vec<Record>> = OnceLock::new();
+    T.get_or_init(|| read("shmserve.xtr"))
+}
+
+/// Runs `p` through the engine and the reference; panics with the first difference. Returns
+/// the reference's per-core counts.
+fn compare(records: &[Record], p: Params, seen: &mut Seen) -> Vec<Counts> {
+    let mut model = Model::new(p);
+    for r in records {
+        model.record(r);
+    }
+    let mut sys = System::new(&p.config()).unwrap();
+    for b in records.chunks(4096) {
+        sys.process(b).unwrap();
+    }
+    let s = sys.stats();
+    let want = model.counts();
+    let got = engine_counts(&s);
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert_eq!(g, w, "core {i} of {p:?} (left: engine, right: reference)");
+    }
+    let mut total = Counts::default();
+    want.iter().for_each(|c| total.add(c));
+    let sd = s.shootdowns.unwrap();
+    assert_eq!(
+        (s.lookups, s.tlb[0].misses, s.tlb[0].evictions, s.tlb[0].invalidations),
+        (total.lookups, total.misses, total.evictions, total.invalidations),
+        "{p:?}"
+    );
+    assert_eq!(
+        (sd.initiated, sd.ipis, sd.necessary_ipis, sd.full_flushes, sd.pages, sd.entries_invalidated),
+        (total.initiated, total.ipis, total.necessary_ipis, total.full_flushes, total.pages, total.entries_invalidated),
+        "{p:?}"
+    );
+    assert_eq!(s.page_faults, model.faults, "{p:?}");
+    seen.add(&model.seen);
+    want
+}
+
+/// The grid of one trace: every count of cores (2, 4, 8), scheduler, policy, ASIDs per core
+/// (unlimited, 1, 2, 6) and recycling, with the other keys turning over within it (lazy
+/// cores and the flush ceiling of 33 or 2 pages in all four pairs, 16 or 64 entries, a quantum
+/// of 700, 5,000 or 4,000,000 lookups), a few designs that flush on every space switch, and
+/// one core.
+fn grid() -> Vec<Params> {
+    let mut out = Vec::new();
+    let mut i = 0usize;
+    for cores in [2, 4, 8] {
+        for pinned in [false, true] {
+            for policy in [Policy::Linux, Policy::Ideal, Policy::Lazy] {
+                for asids in [0, 1, 2, 6] {
+                    for lru in [true, false] {
+                        out.push(Params {
+                            cores,
+                            pinned,
+                            quantum: [700, 5000, 4_000_000][i % 3],
+                            asids,
+                            lru,
+                            flush: false,
+                            policy,
+                            lazy_cores: i % 2 == 1,
+                            ceiling: if (i / 2) % 2 == 0 { 33 } else { 2 },
+                            entries: if (i / 4) % 2 == 0 { 64 } else { 16 },
+                        });
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+    let base = Params {
+        cores: 4,
+        pinned: false,
+        quantum: 5000,
+        asids: 6,
+        lru: true,
+        flush: false,
+        policy: Policy::Linux,
+        lazy_cores: false,
+        ceiling: 33,
+        entries: 64,
+    };
+    for policy in [Policy::Linux, Policy::Ideal, Policy::Lazy] {
+        out.push(Params { flush: true, policy, ..base });
+        out.push(Params { flush: true, policy, cores: 2, pinned: true, entries: 16, ..base });
+    }
+    out
+}
+
+/// Runs the grid on `records`, each design through the engine and the reference; then checks
+/// that the grid reached every mechanism (so that agreeing cannot be vacuous).
+fn check_grid(records: &[Record]) -> Seen {
+    let mut seen = Seen::default();
+    for p in grid() {
+        let counts = compare(records, p, &mut seen);
+        let sum = |f: fn(&Counts) -> u64| counts.iter().map(f).sum::<u64>();
+        let (ipis, necessary) = (sum(|c| c.ipis), sum(|c| c.necessary_ipis));
+        seen.ipis += ipis;
+        seen.necessary_ipis += necessary;
+        seen.unnecessary_ipis += ipis - necessary;
+        seen.full_flushes += sum(|c| c.full_flushes);
+        seen.asid_flushes += sum(|c| c.asid_flushes);
+        seen.evictions += sum(|c| c.evictions);
+        seen.switches += sum(|c| c.switches);
+        if p.policy == Policy::Lazy {
+            seen.lazy_entries += sum(|c| c.entries_invalidated);
+        }
+    }
+    // One core runs none of the cores' machinery (no ASID limit, no flush above the ceiling):
+    // the counts of a single-core design.
+    for entries in [16, 64] {
+        let p = Params { cores: 1, entries, asids: 0, ceiling: 1 << 40, ..grid()[0] };
+        let mut model = Model::new(p);
+        for r in records {
+            model.record(r);
+        }
+        let mut sys = System::new(&p.config()).unwrap();
+        for b in records.chunks(4096) {
+            sys.process(b).unwrap();
+        }
+        let s = sys.stats();
+        let c = &model.counts()[0];
+        assert!(s.cores.is_empty() && s.shootdowns.is_none());
+        assert_eq!(
+            (s.lookups, s.tlb[0].misses, s.tlb[0].evictions, s.tlb[0].invalidations, s.page_faults),
+            (c.lookups, c.misses, c.evictions, c.invalidations, model.faults),
+            "one core, {entries} entries"
+        );
+    }
+    eprintln!("{seen:?}");
+    seen
+}
+
+/// Asserts that the grid reached each of `what` (its mechanisms by name).
+fn reached(seen: &Seen, what: &[&str]) {
+    for &w in what {
+        let n = match w {
+            "IPIs" => seen.ipis,
+            "necessary IPIs" => seen.necessary_ipis,
+            "unnecessary IPIs" => seen.unnecessary_ipis,
+            "full flushes" => seen.full_flushes,
+            "ASID flushes" => seen.asid_flushes,
+            "evictions" => seen.evictions,
+            "switches" => seen.switches,
+            "invalidations under lazy" => seen.lazy_entries,
+            "ideal IPIs to a core with another space loaded" => seen.ideal_elsewhere,
+            "timer ticks that ended a placement" => seen.ticks_ending,
+            "round-robin placements kept" => seen.kept,
+            "lazy cores skipped, flushed at their next load" => seen.stale_flushes,
+            "lazy cores interrupted" => seen.lazy_core_ipis,
+            "lazy invalidations at a switch" => seen.pending_at_switch,
+            "lazy invalidations at a tick" => seen.pending_at_tick,
+            "LRU recycles" => seen.lru_recycles,
+            "round-robin recycles" => seen.rr_recycles,
+            "shootdowns of a protect" => seen.protects,
+            "shootdowns of a discard" => seen.discards,
+            "shootdowns of an unmap" => seen.unmaps,
+            "forks" => seen.forks,
+            "exits" => seen.exits,
+            _ => panic!("{w}?"),
+        };
+        assert!(n > 0, "no {w} in the grid: {seen:?}");
+    }
+}
+
+/// What every trace's grid reaches: one process's threads on several cores.
+const THREADS: &[&str] = &[
+    "IPIs",
+    "necessary IPIs",
+    "unnecessary IPIs",
+    "full flushes",
+    "ASID flushes",
+    "evictions",
+    "switches",
+    "invalidations under lazy",
+    "timer ticks that ended a placement",
+    "round-robin placements kept",
+    "lazy invalidations at a switch",
+    "lazy invalidations at a tick",
+    "shootdowns of a discard",
+    "shootdowns of an unmap",
+    "exits",
+];
+
+/// What only several processes reach: ASIDs recycled, lazy cores, `ideal` reaching a core
+/// that runs another process.
+const PROCESSES: &[&str] = &[
+    "ideal IPIs to a core with another space loaded",
+    "lazy cores skipped, flushed at their next load",
+    "lazy cores interrupted",
+    "LRU recycles",
+    "round-robin recycles",
+    "shootdowns of a protect",
+    "forks",
+];
+
+#[test]
+fn churn_every_counter_of_the_grid_equals_the_reference() {
+    let seen = check_grid(churn());
+    reached(&seen, THREADS);
+    reached(&seen, &["shootdowns of a protect"]);
+}
+
+#[test]
+fn shmserve_every_counter_of_the_grid_equals_the_reference() {
+    let seen = check_grid(shmserve());
+    reached(&seen, THREADS);
+    reached(&seen, PROCESSES);
+}
