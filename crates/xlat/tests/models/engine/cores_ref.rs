@@ -1297,8 +1297,8 @@ fn shmserve_two_levels_private_and_shared_equal_the_reference() {
     reached(&seen, THREADS);
     reached(&seen, PROCESSES);
     reached(&seen, TWO_LEVELS);
-    // Several processes: ASIDs recycled, and `lazy` invalidations that find the shared level
-    // refilled (churn's threads unmap and touch again only their own buffers).
+    // Several processes: ASIDs recycled, and `lazy` invalidations that leave entries the shared
+    // level then serves (those churn's leave are gone before any hit).
     reached(
         &seen,
         &[
