@@ -675,7 +675,7 @@ impl Model {
         // A core's own flushes leave the shared level alone (its entries are tagged by address
         // space): the entries they would have removed are marked, to tally their hits.
         let (shared, kept) = (&self.shared, &mut self.kept);
-        let mut keep = |why: Kept, space: Option<u32>| mark(shared, kept, why, |e| space.is_none_or(|s| e.0 == s));
+        let mut keep = |why: Kept, space: Option<u32>| mark(shared, kept, why, |e| space.map_or(true, |s| e.0 == s));
         let k = &mut self.cores[i];
         if k.space != Some(space) {
             k.n.space_switches += 1;
