@@ -30,6 +30,18 @@ mod pt;
 mod tlb;
 mod trace;
 
+/// Every record of the bundled trace `data/NAME`, read with the library's reader.
+fn bundled_records(name: &str) -> Vec<xlat::trace::Record> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
+    let (mut r, _) = xlat::trace::open::open_reader_inline(path.to_str().unwrap(), None).unwrap();
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
+        out.extend_from_slice(&batch);
+    }
+    out
+}
+
 /// Proptest's settings with `cases` cases per property, its failing cases kept in
 /// `NAME.proptest-regressions` beside the test's source file `NAME.rs`. (Proptest's default
 /// puts them under a `proptest-regressions/` tree beside the directory of this `main.rs`.)

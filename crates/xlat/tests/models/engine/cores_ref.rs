@@ -207,6 +207,13 @@ fn mark(shared: &Option<Tlb>, kept: &mut HashMap<(u32, u64), Kept>, why: Kept, f
     }
 }
 
+/// `a.f += b.f` for each field `f` named.
+macro_rules! add_fields {
+    ($a:ident, $b:ident; $($f:ident),*) => {
+        $($a.$f += $b.$f;)*
+    };
+}
+
 /// One structure's counters.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Level {
@@ -219,11 +226,7 @@ struct Level {
 
 impl Level {
     fn add(&mut self, o: &Level) {
-        self.accesses += o.accesses;
-        self.hits += o.hits;
-        self.misses += o.misses;
-        self.evictions += o.evictions;
-        self.invalidations += o.invalidations;
+        add_fields!(self, o; accesses, hits, misses, evictions, invalidations);
     }
 }
 
@@ -256,23 +259,15 @@ const FLUSH: u64 = 53;
 
 impl Counts {
     fn add(&mut self, o: &Counts) {
-        self.lookups += o.lookups;
-        self.ifetch_lookups += o.ifetch_lookups;
+        add_fields!(self, o;
+            lookups, ifetch_lookups, switches, space_switches, asid_flushes, initiated, ipis,
+            necessary_ipis, full_flushes, pages, entries_invalidated, initiator_cycles,
+            target_cycles
+        );
         self.tlb.resize(o.tlb.len().max(self.tlb.len()), Level::default());
         for (a, b) in self.tlb.iter_mut().zip(&o.tlb) {
             a.add(b);
         }
-        self.switches += o.switches;
-        self.space_switches += o.space_switches;
-        self.asid_flushes += o.asid_flushes;
-        self.initiated += o.initiated;
-        self.ipis += o.ipis;
-        self.necessary_ipis += o.necessary_ipis;
-        self.full_flushes += o.full_flushes;
-        self.pages += o.pages;
-        self.entries_invalidated += o.entries_invalidated;
-        self.initiator_cycles += o.initiator_cycles;
-        self.target_cycles += o.target_cycles;
     }
 }
 
@@ -322,30 +317,15 @@ struct Seen {
 
 impl Seen {
     fn add(&mut self, o: &Seen) {
-        self.ideal_elsewhere += o.ideal_elsewhere;
-        self.ticks_ending += o.ticks_ending;
-        self.kept += o.kept;
-        self.stale_flushes += o.stale_flushes;
-        self.lazy_core_ipis += o.lazy_core_ipis;
-        self.pending_at_switch += o.pending_at_switch;
-        self.pending_at_tick += o.pending_at_tick;
-        self.lru_recycles += o.lru_recycles;
-        self.rr_recycles += o.rr_recycles;
-        self.protects += o.protects;
-        self.discards += o.discards;
-        self.unmaps += o.unmaps;
-        self.forks += o.forks;
-        self.exits += o.exits;
-        self.private_l2_hits += o.private_l2_hits;
-        self.shared_hits += o.shared_hits;
-        self.shared_hits_of_others += o.shared_hits_of_others;
-        self.shared_shootdown += o.shared_shootdown;
-        self.shared_full_flush += o.shared_full_flush;
-        self.shared_exit += o.shared_exit;
+        add_fields!(self, o;
+            ideal_elsewhere, ticks_ending, kept, stale_flushes, lazy_core_ipis, pending_at_switch,
+            pending_at_tick, lru_recycles, rr_recycles, protects, discards, unmaps, forks, exits,
+            private_l2_hits, shared_hits, shared_hits_of_others, shared_shootdown,
+            shared_full_flush, shared_exit, private_l2_targets
+        );
         for (a, b) in self.shared_kept.iter_mut().zip(o.shared_kept) {
             *a += b;
         }
-        self.private_l2_targets += o.private_l2_targets;
     }
 }
 
@@ -963,25 +943,14 @@ fn engine_counts(s: &SystemStats) -> Vec<Counts> {
         .collect()
 }
 
-fn read(name: &str) -> Vec<Record> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
-    let (mut r, _) = xlat::trace::open::open_reader_inline(path.to_str().unwrap(), None).unwrap();
-    let mut out = Vec::new();
-    let mut batch = Vec::new();
-    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
-        out.extend_from_slice(&batch);
-    }
-    out
-}
-
 fn churn() -> &'static [Record] {
     static T: OnceLock<Vec<Record>> = OnceLock::new();
-    T.get_or_init(|| read("churn.xtr"))
+    T.get_or_init(|| crate::bundled_records("churn.xtr"))
 }
 
 fn shmserve() -> &'static [Record] {
     static T: OnceLock<Vec<Record>> = OnceLock::new();
-    T.get_or_init(|| read("shmserve.xtr"))
+    T.get_or_init(|| crate::bundled_records("shmserve.xtr"))
 }
 
 /// Runs `p` through the engine and the reference; panics with the first difference. Returns

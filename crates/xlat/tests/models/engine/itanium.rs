@@ -48,14 +48,7 @@ impl<K: PartialEq> Lru<K> {
 
 /// The demo trace's records (a real x86-64 program, no map records).
 fn demo() -> Vec<Record> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/demo.xtr");
-    let (mut r, _) = xlat::trace::open::open_reader_inline(path.to_str().unwrap(), None).unwrap();
-    let mut out = Vec::new();
-    let mut batch = Vec::new();
-    while r.read_batch(&mut batch, 4096).unwrap() > 0 {
-        out.extend_from_slice(&batch);
-    }
-    out
+    crate::bundled_records("demo.xtr")
 }
 
 #[test]
