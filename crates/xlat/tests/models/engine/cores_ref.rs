@@ -953,9 +953,8 @@ fn shmserve() -> &'static [Record] {
     T.get_or_init(|| crate::bundled_records("shmserve.xtr"))
 }
 
-/// Runs `p` through the engine and the reference; panics with the first difference. Returns
-/// the reference's per-core counts.
-fn compare(records: &[Record], p: Params, seen: &mut Seen) -> Vec<Counts> {
+/// `p` over `records` in the reference and in the engine (in batches of 4,096 records).
+fn both(records: &[Record], p: Params) -> (Model, SystemStats) {
     let mut model = Model::new(p);
     for r in records {
         model.record(r);
@@ -964,7 +963,13 @@ fn compare(records: &[Record], p: Params, seen: &mut Seen) -> Vec<Counts> {
     for b in records.chunks(4096) {
         sys.process(b).unwrap();
     }
-    let s = sys.stats();
+    (model, sys.stats())
+}
+
+/// Runs `p` through the engine and the reference; panics with the first difference. Returns
+/// the reference's per-core counts.
+fn compare(records: &[Record], p: Params, seen: &mut Seen) -> Vec<Counts> {
+    let (model, s) = both(records, p);
     let want = model.counts();
     let got = engine_counts(&s);
     for (i, (w, g)) in want.iter().zip(&got).enumerate() {
@@ -1131,15 +1136,7 @@ fn check_one_core(records: &[Record]) {
         Params { l1: STUDY_L1D, split: Some(STUDY_L1I), ..two(STUDY_STLB, true) },
     ] {
         let p = Params { cores: 1, asids: 0, ceiling: 1 << 40, ..p };
-        let mut model = Model::new(p);
-        for r in records {
-            model.record(r);
-        }
-        let mut sys = System::new(&p.config()).unwrap();
-        for b in records.chunks(4096) {
-            sys.process(b).unwrap();
-        }
-        let s = sys.stats();
+        let (model, s) = both(records, p);
         let c = &model.counts()[0];
         assert!(s.cores.is_empty() && s.shootdowns.is_none());
         assert_eq!((s.lookups, s.page_faults), (c.lookups, model.faults), "one core, {p:?}");
