@@ -111,6 +111,17 @@ fn div(a: u64, b: u64) -> f64 {
     }
 }
 
+/// "LO to HI" of `v` with `decimals` decimals, each followed by `unit`; "not measured" if
+/// empty.
+fn span(v: &[f64], decimals: usize, unit: &str) -> String {
+    if v.is_empty() {
+        return "not measured".to_string();
+    }
+    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    format!("{lo:.decimals$}{unit} to {hi:.decimals$}{unit}")
+}
+
 /// The TOML of one design of the study.
 fn design_toml(name: &str, cores: u32, policy: &str, shared: bool) -> String {
     format!(
@@ -369,15 +380,7 @@ impl Shootdowns {
     /// The published figures beside the measured ones.
     pub fn comparisons(&self) -> String {
         let lin: Vec<&Run> = self.runs.iter().filter(|r| r.policy == "linux" && !r.shared_llt && r.cores > 1).collect();
-        let range = |v: Vec<f64>| {
-            let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-            let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            if v.is_empty() {
-                "not measured".to_string()
-            } else {
-                format!("{lo:.1} to {hi:.1}")
-            }
-        };
+        let range = |v: Vec<f64>| span(&v, 1, "");
         let pages = range(lin.iter().filter(|r| r.initiated > 0).map(|r| div(r.pages, r.initiated)).collect());
         let per_second = range(lin.iter().filter(|r| r.ipis > 0).map(|r| r.ipis_per_second / 1000.0).collect());
         let unnecessary =
@@ -395,13 +398,7 @@ impl Shootdowns {
                 .filter(|r| r.policy == p && !r.shared_llt && r.cores > 1)
                 .map(|r| 100.0 * r.shootdown_share)
                 .collect();
-            if v.is_empty() {
-                "not measured".to_string()
-            } else {
-                let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                format!("{lo:.2}% to {hi:.2}%")
-            }
+            span(&v, 2, "%")
         };
         let measured = [
             format!(
